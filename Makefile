@@ -1,0 +1,28 @@
+# pg_tenure: PGXS build and tests
+
+EXTENSION = pg_tenure
+MODULE_big = pg_tenure
+OBJS = src/tenure.o src/state.o src/txn.o src/keeper.o src/lease.o
+DATA = pg_tenure--0.1.sql
+PGFILEDESC = "pg_tenure - leases, leader election and fencing epochs"
+
+PG_CPPFLAGS = -Isrc
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror
+
+TEMP_CONF = $(CURDIR)/test/tenure.conf
+
+REGRESS = setup lease acquire privileges
+REGRESS_OPTS = --temp-instance=$(CURDIR)/tmp_check_regress --temp-config=$(TEMP_CONF)
+
+ISOLATION = acquire_race
+ISOLATION_OPTS = --temp-instance=$(CURDIR)/tmp_check_iso --temp-config=$(TEMP_CONF) \
+	--inputdir=$(CURDIR)/test/isolation
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso

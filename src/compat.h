@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *		Differences between the PostgreSQL major versions pg_tenure builds
+ *		against, kept in one place.
+ *
+ * Supported: PostgreSQL 15 and later.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TENURE_COMPAT_H
+#define TENURE_COMPAT_H
+
+#if PG_VERSION_NUM < 150000
+#error "pg_tenure requires PostgreSQL 15 or later"
+#endif
+
+/* PostgreSQL 18 adds a trailing logLockFailure argument. */
+#if PG_VERSION_NUM >= 180000
+#define tenure_lock_try(tag, mode, session) \
+	LockAcquireExtended((tag), (mode), (session), true, false, NULL, false)
+#else
+#define tenure_lock_try(tag, mode, session) \
+	LockAcquireExtended((tag), (mode), (session), true, false, NULL)
+#endif
+
+/* GUC check hooks allocate "extra" with malloc before 16, guc_malloc since. */
+#if PG_VERSION_NUM >= 160000
+#define tenure_guc_malloc(size) guc_malloc(LOG, (size))
+#else
+#define tenure_guc_malloc(size) malloc(size)
+#endif
+
+/* Named wait events for extensions appeared in 17. */
+#include "utils/wait_event.h"
+#define TENURE_WAIT_EVENT PG_WAIT_EXTENSION
+
+#endif							/* TENURE_COMPAT_H */

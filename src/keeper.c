@@ -1,0 +1,238 @@
+/*-------------------------------------------------------------------------
+ *
+ * keeper.c
+ *		The keeper: one background worker that holds a session advisory lock
+ *		for every live tenure, in the tenure's database, and ends tenures
+ *		whose ttl has passed.
+ *
+ * The keeper connects to no database: the lock manager does not check a
+ * lock tag's database, so one process can hold advisory locks "in" every
+ * database, and pg_locks shows them there under the keeper's pid.
+ *
+ * Backends ask for a lock by setting lock_wanted on an entry and setting
+ * the keeper's latch; the keeper answers by setting lock_held or
+ * lock_failed and broadcasting the condition variable.  All lock calls are
+ * conditional, made while holding the tenure LWLock (see state.c).
+ *
+ * When the keeper exits, its locks go with it.  It comes back after
+ * bgw_restart_time, takes the locks of live tenures again, and ends as
+ * revoked every tenure whose lock a foreign session took meanwhile.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "pg_tenure.h"
+
+/* longest sleep of the keeper when nothing expires sooner */
+#define TENURE_KEEPER_IDLE_MS	10000L
+
+/*
+ * Register the keeper; called from _PG_init.
+ */
+void
+tenure_register_keeper(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "pg_tenure", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "tenure_keeper_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "pg_tenure keeper", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "pg_tenure keeper", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * on_shmem_exit callback: stop backends from setting our latch.
+ */
+static void
+tenure_keeper_exit(int code, Datum arg)
+{
+	if (tenure_shared == NULL)
+		return;
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	if (tenure_shared->keeper_pid == MyProcPid)
+	{
+		tenure_shared->keeper_pid = 0;
+		tenure_shared->keeper_latch = NULL;
+	}
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * One pass over the lease table: end expired tenures, release locks nobody
+ * wants, take wanted ones, forget dropped leases.  Returns how long the
+ * keeper may sleep, in milliseconds.
+ */
+static long
+tenure_keeper_pass(void)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	int64		next = now + TENURE_KEEPER_IDLE_MS * 1000;
+	bool		changed = false;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		LOCKTAG		tag;
+
+		if (lease->state == TENURE_HELD)
+		{
+			int64		expiry = lease->renewed_mono + lease->ttl_us;
+
+			if (now >= expiry)
+			{
+				tenure_end(lease, TENURE_END_EXPIRED, now);
+				changed = true;
+			}
+			else
+				next = Min(next, expiry);
+		}
+
+		tenure_lease_tag(lease, &tag);
+
+		if (lease->lock_held &&
+			(!lease->lock_wanted ||
+			 memcmp(&tag, &lease->held_tag, sizeof(LOCKTAG)) != 0))
+		{
+			LockRelease(&lease->held_tag, ExclusiveLock, true);
+			lease->lock_held = false;
+			changed = true;
+		}
+
+		if (lease->lock_wanted && !lease->lock_held && !lease->lock_failed)
+		{
+			if (tenure_lock_try(&tag, ExclusiveLock, true) != LOCKACQUIRE_NOT_AVAIL)
+			{
+				lease->lock_held = true;
+				lease->held_tag = tag;
+			}
+			else if (lease->state == TENURE_HELD)
+			{
+				/* we lost it while we were away: the tenure is over */
+				tenure_end(lease, TENURE_END_REVOKED, now);
+				ereport(LOG,
+						(errmsg("pg_tenure: tenure of lease \"%s\" at epoch " INT64_FORMAT " revoked",
+								lease->key.name, lease->ended_epoch),
+						 errdetail("Another session took its advisory lock while the keeper was not running.")));
+			}
+			else
+			{
+				lease->lock_failed = true;
+				lease->lock_wanted = false;
+			}
+			changed = true;
+		}
+
+		if (lease->dropped && !lease->lock_held && lease->state == TENURE_FREE)
+			hash_search(tenure_leases, &lease->key, HASH_REMOVE, NULL);
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	if (changed)
+		ConditionVariableBroadcast(&tenure_shared->cv);
+
+	/* round up so that we wake after, not just before, an expiry */
+	return (long) ((next - now + 999) / 1000);
+}
+
+/*
+ * Entry point of the keeper.
+ */
+void
+tenure_keeper_main(Datum arg)
+{
+	sigjmp_buf	local_sigjmp_buf;
+	MemoryContext keeper_context;
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	long		timeout = 0;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	/* no database: the keeper only holds locks */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	tenure_require_loaded();
+
+	keeper_context = AllocSetContextCreate(TopMemoryContext,
+										   "pg_tenure keeper",
+										   ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(keeper_context);
+
+	/*
+	 * Whatever locks an earlier keeper held died with it.  Clear the flags
+	 * so that the first pass takes the locks of live tenures again.
+	 */
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		lease->lock_held = false;
+		lease->lock_failed = false;
+	}
+	tenure_shared->keeper_pid = MyProcPid;
+	tenure_shared->keeper_latch = MyLatch;
+	tenure_shared->keeper_starts++;
+	LWLockRelease(tenure_shared->lock);
+	on_shmem_exit(tenure_keeper_exit, (Datum) 0);
+
+	/*
+	 * Survive our own errors: report, clean up, and go on.  Losing the
+	 * process would drop every lease lock at once.
+	 */
+	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
+	{
+		HOLD_INTERRUPTS();
+		EmitErrorReport();
+		LWLockReleaseAll();
+		ConditionVariableCancelSleep();
+		MemoryContextSwitchTo(keeper_context);
+		FlushErrorState();
+		MemoryContextReset(keeper_context);
+		RESUME_INTERRUPTS();
+		/* do not spin on a persistent error */
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000L,
+						 TENURE_WAIT_EVENT);
+	}
+	PG_exception_stack = &local_sigjmp_buf;
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		timeout = tenure_keeper_pass();
+
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout, TENURE_WAIT_EVENT);
+		ResetLatch(MyLatch);
+	}
+}

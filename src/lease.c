@@ -1,0 +1,1150 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease.c
+ *		The SQL functions of pg_tenure's leases: create_lease, drop_lease,
+ *		acquire, renew, release, leader_is, current_epoch, claim_epoch and
+ *		the state function behind the tenure.leases view.
+ *
+ * Durable facts (the lease's settings and owner, its epoch, the history)
+ * live in tables of the schema tenure, which only the extension's owner
+ * may write: functions check the caller's rights against the lease's owner
+ * and then reach the tables as the owner of tenure.lease.  Live tenures
+ * live in shared memory (state.c); changes to them are published when the
+ * transaction commits (txn.c).
+ *
+ * New epochs are max(stored + 1, timeline << 32): strictly increasing, and
+ * after a promotion greater than anything the old timeline issued.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "pg_tenure.h"
+
+PG_FUNCTION_INFO_V1(tenure_create_lease);
+PG_FUNCTION_INFO_V1(tenure_drop_lease);
+PG_FUNCTION_INFO_V1(tenure_acquire);
+PG_FUNCTION_INFO_V1(tenure_acquire_or_error);
+PG_FUNCTION_INFO_V1(tenure_renew);
+PG_FUNCTION_INFO_V1(tenure_release);
+PG_FUNCTION_INFO_V1(tenure_leader_is);
+PG_FUNCTION_INFO_V1(tenure_current_epoch);
+PG_FUNCTION_INFO_V1(tenure_claim_epoch);
+PG_FUNCTION_INFO_V1(tenure_lease_state);
+
+/* longest ttl or hold-off */
+#define TENURE_MAX_INTERVAL_US	((int64) USECS_PER_DAY)
+/* how long an acquisition waits for the keeper to answer */
+#define TENURE_KEEPER_WAIT_US	((int64) 10 * USECS_PER_SEC)
+/* retry interval while a foreign session holds a lease's lock_key */
+#define TENURE_FOREIGN_RETRY_MS	50L
+
+/* A lease's row in tenure.lease. */
+typedef struct TenureRow
+{
+	int64		id;
+	Oid			owner;
+	int64		ttl_us;
+	int64		holdoff_us;
+	bool		has_lock_key;
+	int64		lock_key;
+	int64		epoch;
+} TenureRow;
+
+/* What a backend sees of a lease held by someone else. */
+typedef struct TenureBusy
+{
+	bool		foreign;		/* a foreign session holds the lock_key */
+	char		holder[TENURE_HOLDER_MAX + 1];
+	int64		epoch;
+	TimestampTz since;
+	int64		until_mono;		/* when the holder's tenure expires */
+} TenureBusy;
+
+/* State of an SPI session run as the owner of the tables. */
+typedef struct TenureSpi
+{
+	Oid			save_userid;
+	int			save_sec_context;
+} TenureSpi;
+
+static uint64 tenure_next_token = 0;
+
+/*
+ * Validate a lease name or holder argument and return it as a C string.
+ */
+static char *
+tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *what,
+				int maxlen)
+{
+	char	   *s;
+	int			len;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	len = strlen(s);
+	if (len == 0 || len > maxlen)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between 1 and %d bytes long", what, maxlen),
+				 len > 0 ? errdetail("The %s given is %d bytes long.", what, len) : 0));
+	return s;
+}
+
+/*
+ * Validate an interval argument and return it in microseconds.  Zero is
+ * accepted only when allow_zero is set.
+ */
+static int64
+tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
+					bool allow_zero, int64 max_us)
+{
+	Interval   *iv;
+	int64		us;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	iv = PG_GETARG_INTERVAL_P(argno);
+	if (iv->month != 0 ||
+		iv->day < 0 || iv->day > 1 || iv->time < -USECS_PER_DAY ||
+		iv->time > USECS_PER_DAY)
+		us = -1;
+	else
+		us = iv->day * USECS_PER_DAY + iv->time;
+	if (us < 0 || us > max_us || (us == 0 && !allow_zero))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be %s than zero and at most %s",
+						what, allow_zero ? "no less" : "greater",
+						max_us == TENURE_MAX_INTERVAL_US ? "1 day" : "the maximum"),
+				 errdetail("The %s given is %s.", what,
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(iv))))));
+	return us;
+}
+
+/*
+ * Refuse to change leases on a hot standby.
+ */
+static void
+tenure_require_primary(const char *action)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot %s during recovery", action),
+				 errhint("Leases are acquired, renewed, released and claimed on the primary.")));
+}
+
+/*
+ * Connect to SPI and become the owner of tenure.lease, which owns the
+ * extension's tables.
+ */
+static void
+tenure_spi_begin(TenureSpi *spi)
+{
+	Oid			nsp;
+	Oid			rel;
+	HeapTuple	tup;
+	Oid			owner;
+
+	nsp = get_namespace_oid("tenure", false);
+	rel = get_relname_relid("lease", nsp);
+	if (!OidIsValid(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("pg_tenure is not installed in this database"),
+				 errhint("Run CREATE EXTENSION pg_tenure.")));
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(rel));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", rel);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	GetUserIdAndSecContext(&spi->save_userid, &spi->save_sec_context);
+	SetUserIdAndSecContext(owner, spi->save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+/*
+ * Leave SPI and become the caller again.
+ */
+static void
+tenure_spi_end(TenureSpi *spi)
+{
+	SetUserIdAndSecContext(spi->save_userid, spi->save_sec_context);
+	SPI_finish();
+}
+
+/*
+ * Run one statement with text and bigint arguments; returns SPI_processed.
+ * types holds one letter per argument: 't' text, 'i' bigint, 'b' boolean,
+ * 'z' timestamptz, 'v' interval; a NULL value is passed as SQL NULL.
+ */
+static uint64
+tenure_spi_exec(const char *sql, const char *types, Datum *values,
+				const bool *isnull, int expected)
+{
+	int			nargs = strlen(types);
+	Oid			argtypes[8];
+	char		nulls[8] = {0};
+	int			rc;
+	int			i;
+
+	Assert(nargs <= 8);
+	for (i = 0; i < nargs; i++)
+	{
+		switch (types[i])
+		{
+			case 't':
+				argtypes[i] = TEXTOID;
+				break;
+			case 'i':
+				argtypes[i] = INT8OID;
+				break;
+			case 'b':
+				argtypes[i] = BOOLOID;
+				break;
+			case 'z':
+				argtypes[i] = TIMESTAMPTZOID;
+				break;
+			case 'v':
+				argtypes[i] = INTERVALOID;
+				break;
+			default:
+				elog(ERROR, "unknown SPI argument type %c", types[i]);
+		}
+		nulls[i] = (isnull != NULL && isnull[i]) ? 'n' : ' ';
+	}
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_with_args returned %d for \"%s\"", rc, sql);
+	return SPI_processed;
+}
+
+/*
+ * Fetch bigint column col (1-based) of row 0 of the last SPI result.
+ */
+static int64
+tenure_spi_int8(int col, bool *isnull)
+{
+	Datum		d;
+	bool		n;
+
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &n);
+	if (isnull)
+		*isnull = n;
+	return n ? 0 : DatumGetInt64(d);
+}
+
+/*
+ * Load a lease's row; inside an SPI session.  Fails with 42704 if there is
+ * no such lease.  for_update locks the row.
+ */
+static void
+tenure_load_row(const char *name, TenureRow *row, bool for_update)
+{
+	Datum		args[1];
+	bool		isnull;
+
+	args[0] = CStringGetTextDatum(name);
+	tenure_spi_exec(for_update ?
+					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM ttl) * 1000000)::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM holdoff) * 1000000)::pg_catalog.int8,"
+					" lock_key, epoch FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE" :
+					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM ttl) * 1000000)::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM holdoff) * 1000000)::pg_catalog.int8,"
+					" lock_key, epoch FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+					"t", args, NULL,
+					for_update ? SPI_OK_SELECT : SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease \"%s\" does not exist", name),
+				 errhint("Create it with tenure.create_lease().")));
+	row->id = tenure_spi_int8(1, NULL);
+	row->owner = (Oid) tenure_spi_int8(2, NULL);
+	row->ttl_us = tenure_spi_int8(3, NULL);
+	row->holdoff_us = tenure_spi_int8(4, &isnull);
+	if (isnull)
+		row->holdoff_us = -1;
+	row->lock_key = tenure_spi_int8(5, &isnull);
+	row->has_lock_key = !isnull;
+	row->epoch = tenure_spi_int8(6, NULL);
+}
+
+/*
+ * Fail with 42501 unless the current user has the privileges of the
+ * lease's owner.
+ */
+static void
+tenure_check_owner(const char *name, Oid owner)
+{
+	if (!has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for lease \"%s\"", name),
+				 errdetail("Only roles with the privileges of role \"%s\" may acquire, renew, release, claim or drop it.",
+						   GetUserNameFromId(owner, true) ?
+						   GetUserNameFromId(owner, true) : "?")));
+}
+
+/*
+ * Find the lease's shared entry, creating it from its row if needed.
+ * Fails with 53400 when the table is full.
+ */
+static void
+tenure_load_entry(const TenureKey *key, const TenureRow *row)
+{
+	TenureLease *lease;
+	bool		found;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = hash_search(tenure_leases, key, HASH_ENTER_NULL, &found);
+	if (lease == NULL)
+	{
+		LWLockRelease(tenure_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many leases in use"),
+				 errdetail("All %d lease slots of shared memory are taken.",
+						   tenure_max_leases),
+				 errhint("Increase tenure.max_leases and restart the server, or drop unused leases.")));
+	}
+	if (!found || lease->lease_id != row->id || lease->dropped)
+	{
+		/* a new entry, or a lease dropped and created again under its name */
+		bool		lock_held = found && lease->lock_held;
+		LOCKTAG		held_tag;
+
+		if (found && lease->state == TENURE_HELD)
+			tenure_end(lease, TENURE_END_DROPPED, tenure_mono_now());
+		if (lock_held)
+			held_tag = lease->held_tag;
+		/* keep lock_held and held_tag: they belong to the keeper */
+		memset(((char *) lease) + sizeof(TenureKey), 0,
+			   sizeof(TenureLease) - sizeof(TenureKey));
+		lease->lock_held = lock_held;
+		if (lock_held)
+			lease->held_tag = held_tag;
+	}
+	/* epochs only grow; the row may be ahead of an idle entry */
+	lease->epoch = Max(lease->epoch, row->epoch);
+	lease->lease_id = row->id;
+	lease->owner = row->owner;
+	lease->ttl_us = row->ttl_us;
+	lease->holdoff_us = row->holdoff_us;
+	lease->has_lock_key = row->has_lock_key;
+	lease->lock_key = row->lock_key;
+	lease->dropped = false;
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * tenure.create_lease(lease, ttl, holdoff, lock_key)
+ */
+Datum
+tenure_create_lease(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	TenureSpi	spi;
+	Datum		args[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	tenure_require_loaded();
+	tenure_arg_interval(fcinfo, 1, "ttl", false, TENURE_MAX_INTERVAL_US);
+	if (!PG_ARGISNULL(2))
+		tenure_arg_interval(fcinfo, 2, "holdoff", true, TENURE_MAX_INTERVAL_US);
+	tenure_require_primary("create a lease");
+
+	tenure_spi_begin(&spi);
+
+	args[0] = CStringGetTextDatum(name);
+	tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+					"t", args, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("lease \"%s\" already exists", name)));
+
+	if (!PG_ARGISNULL(3))
+	{
+		args[0] = PG_GETARG_DATUM(3);
+		tenure_spi_exec("SELECT name FROM tenure.lease WHERE lock_key OPERATOR(pg_catalog.=) $1",
+						"i", args, NULL, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("lock key " INT64_FORMAT " is already used by lease \"%s\"",
+							PG_GETARG_INT64(3),
+							SPI_getvalue(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1))));
+	}
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2);
+	args[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3);
+	args[4] = Int64GetDatum((int64) spi.save_userid);
+
+	/*
+	 * A lease created again under an old name continues that name's epochs,
+	 * so that tokens of the old lease never become valid again.
+	 */
+	tenure_spi_exec("INSERT INTO tenure.lease (name, ttl, holdoff, lock_key, owner, epoch)"
+					" SELECT $1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole,"
+					" COALESCE((SELECT pg_catalog.max(epoch) FROM tenure.history"
+					"  WHERE lease OPERATOR(pg_catalog.=) $1), 0)",
+					"tvvii", args, nulls, SPI_OK_INSERT);
+
+	tenure_spi_end(&spi);
+	PG_RETURN_VOID();
+}
+
+/*
+ * tenure.drop_lease(lease)
+ */
+Datum
+tenure_drop_lease(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	TenureSpi	spi;
+	TenureRow	row;
+	TenureKey	key;
+	Datum		args[1];
+
+	tenure_require_loaded();
+	tenure_require_primary("drop a lease");
+
+	tenure_spi_begin(&spi);
+	tenure_load_row(name, &row, true);
+	tenure_check_owner(name, row.owner);
+
+	args[0] = CStringGetTextDatum(name);
+	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
+					" end_reason = 'dropped'"
+					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
+					"t", args, NULL, SPI_OK_UPDATE);
+	tenure_spi_exec("DELETE FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+					"t", args, NULL, SPI_OK_DELETE);
+	tenure_spi_end(&spi);
+
+	tenure_make_key(&key, MyDatabaseId, name);
+	tenure_txn_remember(TENURE_ACT_DROP, &key, 0, 0);
+	PG_RETURN_VOID();
+}
+
+/*
+ * Record in tenure.history the end of every tenure of the lease that the
+ * table still shows open: the one shared memory says ended, and any left
+ * open by a server restart.  Inside an SPI session.
+ */
+static void
+tenure_history_close(const char *name, const TenureKey *key)
+{
+	TenureLease *lease;
+	Datum		args[5];
+	bool		nulls[5] = {false, false, false, false, false};
+	const char *reason = NULL;
+	int64		epoch = 0;
+	TimestampTz ended = 0;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
+	if (lease != NULL && lease->ended_reason != TENURE_END_NONE)
+	{
+		reason = tenure_end_reason_name(lease->ended_reason);
+		epoch = lease->ended_epoch;
+		ended = lease->ended_wall;
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
+	nulls[2] = (reason == NULL);
+	args[3] = TimestampTzGetDatum(ended);
+	nulls[3] = (reason == NULL);
+	args[4] = Int64GetDatum(tenure_shared->boot_id);
+	tenure_spi_exec("UPDATE tenure.history SET"
+					" ended = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
+					"  THEN pg_catalog.pg_postmaster_start_time()"
+					"  ELSE COALESCE($4, pg_catalog.clock_timestamp()) END,"
+					" end_reason = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
+					"  THEN 'server restart'"
+					"  WHEN epoch OPERATOR(pg_catalog.=) $2 THEN COALESCE($3, 'expired')"
+					"  ELSE 'expired' END"
+					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
+					"titzi", args, nulls, SPI_OK_UPDATE);
+}
+
+/*
+ * Try to reserve the lease for a new tenure or renew the caller's own.
+ * Returns 1 and sets *epoch on renewal, 2 when reserved (token), 0 when
+ * someone else holds it (*busy filled in).
+ */
+static int
+tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
+				   uint64 token, int64 *epoch, TenureBusy *busy)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	int			result;
+	bool		ended = false;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
+	if (lease == NULL || lease->dropped)
+	{
+		/* dropped under us: the caller's transaction is about to see it */
+		LWLockRelease(tenure_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease \"%s\" does not exist", key->name),
+				 errhint("Create it with tenure.create_lease().")));
+	}
+
+	if (lease->state == TENURE_HELD && !tenure_is_live(lease, now))
+	{
+		tenure_end(lease, TENURE_END_EXPIRED, now);
+		ended = true;
+	}
+
+	if (lease->state != TENURE_FREE)
+	{
+		bool		mine = strcmp(lease->holder, holder) == 0;
+
+		if (lease->state == TENURE_HELD && mine)
+		{
+			lease->renewed_mono = now;
+			*epoch = lease->epoch;
+			result = 1;
+		}
+		else if (lease->state == TENURE_PENDING && mine &&
+				 lease->holder_pid == MyProcPid &&
+				 lease->holder_start == MyStartTimestamp &&
+				 lease->pending_epoch != 0)
+		{
+			/* acquired earlier in this very transaction */
+			lease->renewed_mono = now;
+			*epoch = lease->pending_epoch;
+			result = 1;
+		}
+		else
+		{
+			busy->foreign = false;
+			strlcpy(busy->holder, lease->holder, sizeof(busy->holder));
+			busy->epoch = lease->state == TENURE_HELD ? lease->epoch : 0;
+			busy->since = lease->acquired_wall;
+			busy->until_mono = lease->state == TENURE_HELD ?
+				lease->renewed_mono + lease->ttl_us : 0;
+			result = 0;
+		}
+	}
+	else
+	{
+		lease->state = TENURE_PENDING;
+		strlcpy(lease->holder, holder, sizeof(lease->holder));
+		lease->session_bound = session_bound;
+		lease->holder_pid = MyProcPid;
+		lease->holder_start = MyStartTimestamp;
+		lease->pending_token = token;
+		lease->pending_epoch = 0;
+		lease->acquired_mono = now;
+		lease->acquired_wall = GetCurrentTimestamp();
+		lease->renewed_mono = now;
+		if (lease->holdoff_us >= 0)
+			lease->active_mono = now + lease->holdoff_us;
+		else
+			lease->active_mono = Max(now, lease->pred_expiry_mono);
+		lease->lock_wanted = true;
+		lease->lock_failed = false;
+		result = 2;
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	if (ended)
+		ConditionVariableBroadcast(&tenure_shared->cv);
+	if (result == 2)
+		tenure_wake_keeper();
+	return result;
+}
+
+/*
+ * Wait until the keeper holds the advisory lock of a lease we reserved.
+ * Returns false, and gives the reservation back, if a foreign session
+ * holds it.
+ */
+static bool
+tenure_wait_for_lock(const TenureKey *key, uint64 token, TenureBusy *busy)
+{
+	int64		deadline = tenure_mono_now() + TENURE_KEEPER_WAIT_US;
+	bool		result = false;
+
+	ConditionVariablePrepareToSleep(&tenure_shared->cv);
+	for (;;)
+	{
+		TenureLease *lease;
+		bool		done = false;
+
+		LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+		lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
+		if (lease == NULL || lease->state != TENURE_PENDING ||
+			lease->pending_token != token)
+			done = true;		/* cannot happen while our transaction runs */
+		else if (lease->lock_held)
+		{
+			result = true;
+			done = true;
+		}
+		else if (lease->lock_failed)
+		{
+			lease->state = TENURE_FREE;
+			lease->holder[0] = '\0';
+			lease->holder_pid = 0;
+			lease->session_bound = false;
+			lease->lock_wanted = false;
+			busy->foreign = true;
+			busy->holder[0] = '\0';
+			busy->epoch = 0;
+			busy->since = 0;
+			busy->until_mono = 0;
+			done = true;
+		}
+		LWLockRelease(tenure_shared->lock);
+		if (done)
+			break;
+
+		if (tenure_mono_now() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("pg_tenure keeper did not answer"),
+					 errdetail("The keeper background worker holds the advisory locks of tenures; it is not running or not responding."),
+					 errhint("Check the server log and max_worker_processes.")));
+		tenure_wake_keeper();
+		(void) ConditionVariableTimedSleep(&tenure_shared->cv, 100,
+										   TENURE_WAIT_EVENT);
+	}
+	ConditionVariableCancelSleep();
+	return result;
+}
+
+/*
+ * Shared body of acquire and acquire_or_error.  Returns the epoch, or
+ * 0 if the lease is held by someone else (busy filled in).
+ */
+static int64
+tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
+						const char *holder, int64 wait_us, bool session_bound,
+						TenureBusy *busy)
+{
+	TenureSpi	spi;
+	TenureRow	row;
+	TenureKey	key;
+	int64		epoch = 0;
+	int64		deadline;
+	uint64		token = ++tenure_next_token;
+	Datum		args[5];
+
+	tenure_require_loaded();
+	tenure_require_primary("acquire a lease");
+
+	tenure_spi_begin(&spi);
+	tenure_load_row(name, &row, false);
+	tenure_check_owner(name, row.owner);
+	tenure_spi_end(&spi);
+
+	tenure_make_key(&key, MyDatabaseId, name);
+	tenure_load_entry(&key, &row);
+	if (session_bound)
+		tenure_register_session_exit();
+
+	/* remembered before reserving, so that an abort always gives it back */
+	tenure_txn_remember(TENURE_ACT_ACQUIRE, &key, 0, token);
+
+	deadline = tenure_mono_now() + wait_us;
+	for (;;)
+	{
+		int			r = tenure_try_reserve(&key, holder, session_bound, token,
+										   &epoch, busy);
+		int64		now;
+		long		sleep_ms;
+
+		if (r == 1)
+			return epoch;
+		if (r == 2 && tenure_wait_for_lock(&key, token, busy))
+			break;
+
+		now = tenure_mono_now();
+		if (now >= deadline)
+			return 0;
+
+		/* sleep until woken, the holder's expiry, or the deadline */
+		sleep_ms = (long) ((deadline - now + 999) / 1000);
+		if (busy->foreign)
+			sleep_ms = Min(sleep_ms, TENURE_FOREIGN_RETRY_MS);
+		else if (busy->until_mono > now)
+			sleep_ms = Min(sleep_ms, (long) ((busy->until_mono - now + 999) / 1000));
+		ConditionVariablePrepareToSleep(&tenure_shared->cv);
+		(void) ConditionVariableTimedSleep(&tenure_shared->cv, Max(sleep_ms, 1),
+										   TENURE_WAIT_EVENT);
+		ConditionVariableCancelSleep();
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	/* reserved, and the keeper holds the lock: issue the epoch */
+	tenure_spi_begin(&spi);
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum((int64) GetWALInsertionTimeLine() << 32);
+	tenure_spi_exec("UPDATE tenure.lease SET epoch = GREATEST(epoch OPERATOR(pg_catalog.+) 1, $2)"
+					" WHERE name OPERATOR(pg_catalog.=) $1 RETURNING epoch",
+					"ti", args, NULL, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease \"%s\" does not exist", name),
+				 errhint("Create it with tenure.create_lease().")));
+	epoch = tenure_spi_int8(1, NULL);
+
+	tenure_history_close(name, &key);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = CStringGetTextDatum(holder);
+	args[3] = BoolGetDatum(session_bound);
+	args[4] = Int64GetDatum(tenure_shared->boot_id);
+	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started, boot_id)"
+					" VALUES ($1, $2, $3, $4, pg_catalog.clock_timestamp(), $5)",
+					"titbi", args, NULL, SPI_OK_INSERT);
+	tenure_spi_end(&spi);
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	{
+		TenureLease *lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+
+		if (lease != NULL && lease->pending_token == token)
+			lease->pending_epoch = epoch;
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	/* the epoch must survive a crash even with synchronous_commit = off */
+	ForceSyncCommit();
+	return epoch;
+}
+
+/*
+ * tenure.acquire(lease, holder, wait, session_bound) returns bigint
+ *
+ * Starts a tenure and returns its epoch, renews the caller's own tenure
+ * and returns its epoch, or returns NULL if someone else holds the lease
+ * for longer than "wait".
+ */
+Datum
+tenure_acquire(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
+	int64		wait_us = tenure_arg_interval(fcinfo, 2, "wait", true,
+											  TENURE_MAX_INTERVAL_US);
+	bool		session_bound;
+	int64		epoch;
+	TenureBusy	busy;
+
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("session_bound must not be null")));
+	session_bound = PG_GETARG_BOOL(3);
+
+	epoch = tenure_acquire_internal(fcinfo, name, holder, wait_us,
+									session_bound, &busy);
+	if (epoch == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(epoch);
+}
+
+/*
+ * tenure.acquire_or_error(lease, holder, session_bound) returns bigint
+ *
+ * Like acquire without waiting, but raises TN001 naming the current holder
+ * when the lease is held by someone else: for processes that must refuse
+ * to start.
+ */
+Datum
+tenure_acquire_or_error(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
+	bool		session_bound;
+	int64		epoch;
+	TenureBusy	busy;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("session_bound must not be null")));
+	session_bound = PG_GETARG_BOOL(2);
+
+	epoch = tenure_acquire_internal(fcinfo, name, holder, 0, session_bound,
+									&busy);
+	if (epoch != 0)
+		PG_RETURN_INT64(epoch);
+
+	if (busy.foreign)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("lease \"%s\" is held by another session's advisory lock", name),
+				 errdetail("A session that is not a pg_tenure holder holds the lease's lock_key; pg_locks shows which.")));
+	else if (busy.epoch == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("lease \"%s\" is held by \"%s\"", name, busy.holder),
+				 errdetail("Holder \"%s\" is acquiring it in a transaction that started at %s.",
+						   busy.holder, timestamptz_to_str(busy.since))));
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("lease \"%s\" is held by \"%s\"", name, busy.holder),
+				 errdetail("Holder \"%s\" has held it at epoch " INT64_FORMAT " since %s.",
+						   busy.holder, busy.epoch, timestamptz_to_str(busy.since))));
+	PG_RETURN_NULL();
+}
+
+/*
+ * tenure.renew(lease, holder) returns boolean
+ *
+ * Extends the holder's tenure to now + ttl; false if the holder does not
+ * hold the lease (any more).  Shared memory only.
+ */
+Datum
+tenure_renew(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
+	TenureKey	key;
+	TenureLease *lease;
+	Oid			owner = InvalidOid;
+	bool		result = false;
+	int64		now;
+
+	tenure_require_loaded();
+	tenure_require_primary("renew a lease");
+	tenure_make_key(&key, MyDatabaseId, name);
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+	if (lease != NULL && !lease->dropped)
+		owner = lease->owner;
+	LWLockRelease(tenure_shared->lock);
+
+	if (!OidIsValid(owner))
+	{
+		TenureSpi	spi;
+		TenureRow	row;
+
+		/* never held since server start: unknown lease, or simply free */
+		tenure_spi_begin(&spi);
+		tenure_load_row(name, &row, false);
+		tenure_check_owner(name, row.owner);
+		tenure_spi_end(&spi);
+		PG_RETURN_BOOL(false);
+	}
+	tenure_check_owner(name, owner);
+
+	now = tenure_mono_now();
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+	if (lease != NULL && tenure_is_live(lease, now) &&
+		strcmp(lease->holder, holder) == 0)
+	{
+		lease->renewed_mono = now;
+		result = true;
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	PG_RETURN_BOOL(result);
+}
+
+/*
+ * tenure.release(lease, holder) returns boolean
+ *
+ * Ends the holder's tenure when the transaction commits; the successor
+ * needs no hold-off.  False if the holder does not hold the lease.
+ */
+Datum
+tenure_release(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
+	TenureSpi	spi;
+	TenureRow	row;
+	TenureKey	key;
+	TenureLease *lease;
+	bool		holds = false;
+	int64		epoch = 0;
+	int64		now;
+	Datum		args[2];
+
+	tenure_require_loaded();
+	tenure_require_primary("release a lease");
+
+	tenure_spi_begin(&spi);
+	tenure_load_row(name, &row, false);
+	tenure_check_owner(name, row.owner);
+
+	tenure_make_key(&key, MyDatabaseId, name);
+	now = tenure_mono_now();
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+	if (lease != NULL && strcmp(lease->holder, holder) == 0)
+	{
+		if (tenure_is_live(lease, now))
+		{
+			holds = true;
+			epoch = lease->epoch;
+		}
+		else if (lease->state == TENURE_PENDING &&
+				 lease->holder_pid == MyProcPid &&
+				 lease->holder_start == MyStartTimestamp &&
+				 lease->pending_epoch != 0)
+		{
+			holds = true;
+			epoch = lease->pending_epoch;
+		}
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	if (holds)
+	{
+		args[0] = CStringGetTextDatum(name);
+		args[1] = Int64GetDatum(epoch);
+		tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
+						" end_reason = 'released'"
+						" WHERE lease OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.=) $2"
+						" AND ended IS NULL",
+						"ti", args, NULL, SPI_OK_UPDATE);
+		tenure_txn_remember(TENURE_ACT_RELEASE, &key, epoch, 0);
+	}
+	tenure_spi_end(&spi);
+
+	PG_RETURN_BOOL(holds);
+}
+
+/*
+ * tenure.leader_is(lease, holder) returns boolean
+ *
+ * True iff holder holds a live, active tenure of the lease.  Answered from
+ * shared memory alone.
+ */
+Datum
+tenure_leader_is(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
+	TenureKey	key;
+	TenureLease *lease;
+	bool		result = false;
+	int64		now;
+
+	tenure_require_loaded();
+	tenure_make_key(&key, MyDatabaseId, name);
+
+	now = tenure_mono_now();
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+	if (lease != NULL &&
+		tenure_is_live(lease, now) &&
+		now >= lease->active_mono &&
+		(lease->lock_held || !lease->has_lock_key) &&
+		strcmp(lease->holder, holder) == 0)
+		result = true;
+	LWLockRelease(tenure_shared->lock);
+
+	PG_RETURN_BOOL(result);
+}
+
+/*
+ * tenure.current_epoch(lease) returns bigint
+ *
+ * The lease's latest epoch, from its durable row (works on a standby).
+ */
+Datum
+tenure_current_epoch(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	TenureSpi	spi;
+	TenureRow	row;
+
+	tenure_spi_begin(&spi);
+	tenure_load_row(name, &row, false);
+	tenure_spi_end(&spi);
+	PG_RETURN_INT64(row.epoch);
+}
+
+/*
+ * tenure.claim_epoch(lease, holder) returns bigint
+ *
+ * The current holder starts a new epoch within its tenure.  The new epoch
+ * is durable before the transaction's commit returns.
+ */
+Datum
+tenure_claim_epoch(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
+	TenureSpi	spi;
+	TenureRow	row;
+	TenureKey	key;
+	TenureLease *lease;
+	bool		holds = false;
+	int64		epoch;
+	int64		now;
+	Datum		args[4];
+
+	tenure_require_loaded();
+	tenure_require_primary("claim an epoch");
+
+	tenure_spi_begin(&spi);
+	tenure_load_row(name, &row, false);
+	tenure_check_owner(name, row.owner);
+
+	tenure_make_key(&key, MyDatabaseId, name);
+	now = tenure_mono_now();
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+	if (lease != NULL && strcmp(lease->holder, holder) == 0 &&
+		(tenure_is_live(lease, now) ||
+		 (lease->state == TENURE_PENDING && lease->holder_pid == MyProcPid &&
+		  lease->holder_start == MyStartTimestamp && lease->pending_epoch != 0)))
+		holds = true;
+	LWLockRelease(tenure_shared->lock);
+
+	if (!holds)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("\"%s\" does not hold lease \"%s\"", holder, name),
+				 errhint("Only the current holder of a lease can claim a new epoch.")));
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum((int64) GetWALInsertionTimeLine() << 32);
+	tenure_spi_exec("UPDATE tenure.lease SET epoch = GREATEST(epoch OPERATOR(pg_catalog.+) 1, $2)"
+					" WHERE name OPERATOR(pg_catalog.=) $1 RETURNING epoch",
+					"ti", args, NULL, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease \"%s\" does not exist", name)));
+	epoch = tenure_spi_int8(1, NULL);
+
+	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
+					" end_reason = 'claimed'"
+					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
+					"t", args, NULL, SPI_OK_UPDATE);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = CStringGetTextDatum(holder);
+	args[3] = Int64GetDatum(tenure_shared->boot_id);
+	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started, boot_id)"
+					" SELECT $1, $2, $3, h.session_bound, pg_catalog.clock_timestamp(), $4"
+					" FROM (SELECT pg_catalog.bool_or(session_bound) AS session_bound"
+					"  FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					"  AND end_reason OPERATOR(pg_catalog.=) 'claimed'"
+					"  AND ended OPERATOR(pg_catalog.>=) pg_catalog.statement_timestamp()) h",
+					"titi", args, NULL, SPI_OK_INSERT);
+	tenure_spi_end(&spi);
+
+	tenure_txn_remember(TENURE_ACT_CLAIM, &key, epoch, 0);
+	ForceSyncCommit();
+	PG_RETURN_INT64(epoch);
+}
+
+/*
+ * tenure._lease_state() returns setof record
+ *
+ * The shared-memory state of this database's leases, for tenure.leases.
+ */
+Datum
+tenure_lease_state(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	int64		now_mono;
+	TimestampTz now_wall;
+
+	tenure_require_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+
+	now_mono = tenure_mono_now();
+	now_wall = GetCurrentTimestamp();
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		Datum		values[12];
+		bool		nulls[12];
+		bool		live;
+
+		if (lease->key.dbid != MyDatabaseId || lease->dropped)
+			continue;
+		memset(nulls, 0, sizeof(nulls));
+		live = tenure_is_live(lease, now_mono);
+
+		values[0] = CStringGetTextDatum(lease->key.name);
+		values[1] = CStringGetTextDatum(live ? "held" :
+										lease->state == TENURE_PENDING ? "pending" : "free");
+		values[2] = CStringGetTextDatum(lease->holder);
+		nulls[2] = !live;
+		values[3] = Int64GetDatum(lease->epoch);
+		values[4] = BoolGetDatum(lease->session_bound);
+		nulls[4] = !live;
+		values[5] = TimestampTzGetDatum(lease->acquired_wall);
+		nulls[5] = !live;
+		values[6] = TimestampTzGetDatum(tenure_mono_to_wall(lease->renewed_mono,
+															now_mono, now_wall));
+		nulls[6] = !live;
+		values[7] = TimestampTzGetDatum(tenure_mono_to_wall(lease->renewed_mono + lease->ttl_us,
+															now_mono, now_wall));
+		nulls[7] = !live;
+		values[8] = TimestampTzGetDatum(tenure_mono_to_wall(lease->active_mono,
+															now_mono, now_wall));
+		nulls[8] = !live;
+		values[9] = Int32GetDatum(lease->holder_pid);
+		nulls[9] = !live || lease->holder_pid == 0;
+		values[10] = BoolGetDatum(lease->lock_held);
+		values[11] = Int64GetDatum((int64) lease->transitions);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	return (Datum) 0;
+}

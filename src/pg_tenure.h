@@ -1,0 +1,162 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_tenure.h
+ *		Shared declarations of pg_tenure: the shared-memory lease table, the
+ *		keeper worker, transaction-bound actions and the SQL functions.
+ *
+ * The locking protocol of the shared state is described in state.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_TENURE_H
+#define PG_TENURE_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/lock.h"
+#include "storage/lwlock.h"
+
+#include "compat.h"
+
+/* Longest lease name and holder, in bytes (without the terminator). */
+#define TENURE_NAME_MAX		63
+#define TENURE_HOLDER_MAX	127
+
+/*
+ * field4 of the advisory lock tags pg_tenure uses in its private key space.
+ * SQL only ever produces 1 (bigint keys) and 2 (int4 pairs).
+ */
+#define TENURE_LEASE_LOCK_FIELD4	0x7E41
+#define TENURE_FENCE_LOCK_FIELD4	0x7E42
+
+/* SQLSTATEs of pg_tenure's own conditions. */
+#define ERRCODE_TENURE_LEASE_HELD	MAKE_SQLSTATE('T','N','0','0','1')
+#define ERRCODE_TENURE_FENCED		MAKE_SQLSTATE('T','N','0','0','2')
+
+typedef enum TenureState
+{
+	TENURE_FREE = 0,			/* no tenure */
+	TENURE_PENDING,				/* being acquired by an open transaction */
+	TENURE_HELD					/* a tenure (check expiry before trusting) */
+} TenureState;
+
+/* Why a tenure ended; the order matches tenure_end_reason_name(). */
+typedef enum TenureEndReason
+{
+	TENURE_END_NONE = 0,
+	TENURE_END_RELEASED,
+	TENURE_END_EXPIRED,
+	TENURE_END_SESSION,
+	TENURE_END_REVOKED,
+	TENURE_END_CLAIMED,
+	TENURE_END_RESTART,
+	TENURE_END_DROPPED
+} TenureEndReason;
+
+/* Hash key: a lease is named per database. */
+typedef struct TenureKey
+{
+	Oid			dbid;
+	char		name[TENURE_NAME_MAX + 1];	/* zero padded */
+} TenureKey;
+
+/*
+ * One lease in shared memory.  Entries are created the first time a lease
+ * is acquired after server start and removed when the lease is dropped.
+ * Times ending in _mono are CLOCK_MONOTONIC microseconds.
+ */
+typedef struct TenureLease
+{
+	TenureKey	key;
+
+	/* settings, copied from tenure.lease when the entry is loaded */
+	int64		lease_id;
+	Oid			owner;
+	int64		ttl_us;
+	int64		holdoff_us;		/* -1: automatic hold-off */
+	bool		has_lock_key;
+	int64		lock_key;
+	bool		dropped;		/* dropped; keeper removes the entry */
+
+	/* the current or pending tenure */
+	TenureState state;
+	char		holder[TENURE_HOLDER_MAX + 1];
+	int64		epoch;			/* latest published epoch of the lease */
+	int64		pending_epoch;	/* epoch of a PENDING tenure */
+	bool		session_bound;
+	int			holder_pid;		/* acquiring backend (session-bound or pending) */
+	TimestampTz holder_start;	/* ... and its MyStartTimestamp */
+	uint64		pending_token;	/* identifies the pending acquisition */
+	int64		acquired_mono;
+	TimestampTz acquired_wall;
+	int64		renewed_mono;
+	int64		active_mono;	/* tenure counts as active from here */
+	uint64		transitions;	/* tenures started and epochs claimed */
+
+	/* the end of the previous tenure, for hold-off and the history */
+	int64		pred_expiry_mono;	/* 0 if it was released explicitly */
+	int64		ended_epoch;
+	TenureEndReason ended_reason;
+	TimestampTz ended_wall;
+	char		ended_holder[TENURE_HOLDER_MAX + 1];
+
+	/* the advisory lock, held by the keeper */
+	bool		lock_wanted;	/* backends: the keeper should hold it */
+	bool		lock_failed;	/* keeper: a foreign session holds it */
+	bool		lock_held;		/* keeper: held, with held_tag */
+	LOCKTAG		held_tag;
+} TenureLease;
+
+typedef struct TenureShared
+{
+	LWLock	   *lock;			/* protects everything below and the hash */
+	ConditionVariable cv;		/* broadcast on every lease state change */
+	int64		boot_id;		/* random, new at every shared memory init */
+	int			keeper_pid;
+	Latch	   *keeper_latch;
+	uint64		keeper_starts;
+} TenureShared;
+
+/* tenure.c */
+extern int	tenure_max_leases;
+
+/* state.c */
+extern TenureShared *tenure_shared;
+extern struct HTAB *tenure_leases;
+extern Size tenure_shmem_size(void);
+extern void tenure_shmem_init(void);
+extern void tenure_require_loaded(void);
+extern int64 tenure_mono_now(void);
+extern TimestampTz tenure_mono_to_wall(int64 mono, int64 now_mono,
+									   TimestampTz now_wall);
+extern void tenure_make_key(TenureKey *key, Oid dbid, const char *name);
+extern void tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag);
+extern bool tenure_is_live(const TenureLease *lease, int64 now);
+extern void tenure_end(TenureLease *lease, TenureEndReason reason,
+					   int64 now);
+extern void tenure_wake_keeper(void);
+extern const char *tenure_end_reason_name(TenureEndReason reason);
+extern void tenure_register_session_exit(void);
+
+/* txn.c */
+typedef enum TenureActionKind
+{
+	TENURE_ACT_ACQUIRE,
+	TENURE_ACT_CLAIM,
+	TENURE_ACT_RELEASE,
+	TENURE_ACT_DROP
+} TenureActionKind;
+
+extern void tenure_txn_init(void);
+extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
+								int64 epoch, uint64 token);
+extern bool tenure_txn_has_claim(const TenureKey *key);
+
+/* keeper.c */
+extern void tenure_register_keeper(void);
+PGDLLEXPORT void tenure_keeper_main(Datum arg);
+
+#endif							/* PG_TENURE_H */

@@ -1,0 +1,93 @@
+/*-------------------------------------------------------------------------
+ *
+ * tenure.c
+ *		Module entry point of pg_tenure: settings, shared memory hooks and
+ *		registration of the keeper worker and the transaction callbacks.
+ *
+ * pg_tenure must be loaded through shared_preload_libraries: its lease
+ * table lives in shared memory and its keeper worker holds the advisory
+ * locks of live tenures.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+
+#include "pg_tenure.h"
+
+PG_MODULE_MAGIC;
+
+/* settings */
+int			tenure_max_leases = 1024;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+
+/*
+ * Ask for our shared memory and LWLock tranche.
+ */
+static void
+tenure_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+
+	RequestAddinShmemSpace(tenure_shmem_size());
+	RequestNamedLWLockTranche("pg_tenure", 1);
+}
+
+/*
+ * Create or attach to our shared memory.
+ */
+static void
+tenure_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	tenure_shmem_init();
+}
+
+/*
+ * Module load callback.
+ */
+void
+_PG_init(void)
+{
+	if (IsBinaryUpgrade)
+		return;
+
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_tenure must be loaded via shared_preload_libraries"),
+				 errhint("Add pg_tenure to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	DefineCustomIntVariable("tenure.max_leases",
+							"Maximum number of leases held in shared memory, across all databases.",
+							"A lease takes a slot when it is first acquired after server start and keeps it until it is dropped.",
+							&tenure_max_leases,
+							1024,
+							16,
+							1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("tenure");
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = tenure_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = tenure_shmem_startup;
+
+	tenure_register_keeper();
+	tenure_txn_init();
+}

@@ -1,0 +1,260 @@
+/*-------------------------------------------------------------------------
+ *
+ * txn.c
+ *		Transaction-bound lease actions: acquisitions, claims, releases and
+ *		drops take effect in shared memory only when their transaction
+ *		commits, and vanish when it (or their subtransaction) aborts.
+ *
+ * An SQL function that starts such an action first makes its durable
+ * change (the epoch row, the history) and then remembers the action here.
+ * At XACT_EVENT_COMMIT, after the commit record is flushed and the
+ * transaction is visible, the actions are published to the lease table.
+ * That callback runs after the point of no return: it takes the LWLock,
+ * copies a few fields and broadcasts, and nothing in it can fail.
+ *
+ * Actions live in TopTransactionContext, so forgetting them is resetting
+ * the list pointer.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "pg_tenure.h"
+
+typedef struct TenureAction
+{
+	TenureActionKind kind;
+	TenureKey	key;
+	int64		epoch;			/* ACQUIRE, CLAIM: the new epoch */
+	uint64		token;			/* ACQUIRE: the pending reservation */
+	SubTransactionId subid;		/* subtransaction that made it */
+} TenureAction;
+
+static List *tenure_actions = NIL;
+
+/*
+ * Remember an action of the current (sub)transaction.
+ */
+void
+tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
+					int64 epoch, uint64 token)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	TenureAction *act = palloc0(sizeof(TenureAction));
+
+	act->kind = kind;
+	act->key = *key;
+	act->epoch = epoch;
+	act->token = token;
+	act->subid = GetCurrentSubTransactionId();
+	tenure_actions = lappend(tenure_actions, act);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Whether the current transaction has a pending claim or acquisition of
+ * the lease.
+ */
+bool
+tenure_txn_has_claim(const TenureKey *key)
+{
+	ListCell   *lc;
+
+	foreach(lc, tenure_actions)
+	{
+		TenureAction *act = lfirst(lc);
+
+		if ((act->kind == TENURE_ACT_CLAIM || act->kind == TENURE_ACT_ACQUIRE) &&
+			memcmp(&act->key, key, sizeof(TenureKey)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Undo an acquisition that will not commit: give the reservation back.
+ * Caller holds the LWLock exclusive.  Cannot fail.
+ */
+static bool
+tenure_txn_cancel(TenureAction *act)
+{
+	TenureLease *lease;
+
+	if (act->kind != TENURE_ACT_ACQUIRE)
+		return false;
+	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
+	if (lease == NULL || lease->state != TENURE_PENDING ||
+		lease->pending_token != act->token ||
+		lease->holder_pid != MyProcPid)
+		return false;
+	lease->state = TENURE_FREE;
+	lease->holder[0] = '\0';
+	lease->holder_pid = 0;
+	lease->holder_start = 0;
+	lease->session_bound = false;
+	lease->lock_wanted = false;
+	return true;
+}
+
+/*
+ * Publish a committed action.  Caller holds the LWLock exclusive.  Cannot
+ * fail.
+ */
+static void
+tenure_txn_publish(TenureAction *act, int64 now)
+{
+	TenureLease *lease;
+
+	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
+	if (lease == NULL)
+		return;
+
+	switch (act->kind)
+	{
+		case TENURE_ACT_ACQUIRE:
+			if (lease->state == TENURE_PENDING &&
+				lease->pending_token == act->token &&
+				lease->holder_pid == MyProcPid)
+			{
+				lease->state = TENURE_HELD;
+				lease->epoch = Max(lease->epoch, act->epoch);
+				lease->pending_epoch = 0;
+				lease->ended_reason = TENURE_END_NONE;
+				lease->transitions++;
+			}
+			break;
+		case TENURE_ACT_CLAIM:
+			lease->epoch = Max(lease->epoch, act->epoch);
+			lease->transitions++;
+			break;
+		case TENURE_ACT_RELEASE:
+			if (lease->state == TENURE_HELD)
+				tenure_end(lease, TENURE_END_RELEASED, now);
+			/* the history already says so */
+			lease->ended_reason = TENURE_END_NONE;
+			break;
+		case TENURE_ACT_DROP:
+			if (lease->state == TENURE_HELD)
+				tenure_end(lease, TENURE_END_DROPPED, now);
+			lease->state = TENURE_FREE;
+			lease->lock_wanted = false;
+			lease->dropped = true;
+			break;
+	}
+}
+
+/*
+ * Transaction callback.
+ */
+static void
+tenure_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+	bool		changed = false;
+
+	if (tenure_actions == NIL)
+		return;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot prepare a transaction that acquired, claimed, released or dropped a lease"),
+					 errdetail("pg_tenure publishes lease changes when their transaction commits, which a prepared transaction cannot do.")));
+			break;
+		case XACT_EVENT_COMMIT:
+			{
+				int64		now = tenure_mono_now();
+
+				LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+				foreach(lc, tenure_actions)
+					tenure_txn_publish(lfirst(lc), now);
+				LWLockRelease(tenure_shared->lock);
+				changed = true;
+				tenure_actions = NIL;
+			}
+			break;
+		case XACT_EVENT_ABORT:
+			LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+			foreach(lc, tenure_actions)
+				changed |= tenure_txn_cancel(lfirst(lc));
+			LWLockRelease(tenure_shared->lock);
+			tenure_actions = NIL;
+			break;
+		case XACT_EVENT_PREPARE:
+			/* PRE_PREPARE refused it; nothing of ours can be here */
+			tenure_actions = NIL;
+			break;
+		default:
+			return;
+	}
+
+	if (changed)
+	{
+		tenure_wake_keeper();
+		ConditionVariableBroadcast(&tenure_shared->cv);
+	}
+}
+
+/*
+ * Subtransaction callback: forget the actions of an aborted savepoint,
+ * hand those of a released one to its parent.
+ */
+static void
+tenure_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+	bool		changed = false;
+
+	if (tenure_actions == NIL)
+		return;
+
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, tenure_actions)
+		{
+			TenureAction *act = lfirst(lc);
+
+			if (act->subid == mySubid)
+				act->subid = parentSubid;
+		}
+	}
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+		foreach(lc, tenure_actions)
+		{
+			TenureAction *act = lfirst(lc);
+
+			if (act->subid == mySubid)
+			{
+				changed |= tenure_txn_cancel(act);
+				tenure_actions = foreach_delete_current(tenure_actions, lc);
+			}
+		}
+		LWLockRelease(tenure_shared->lock);
+		if (changed)
+		{
+			tenure_wake_keeper();
+			ConditionVariableBroadcast(&tenure_shared->cv);
+		}
+	}
+}
+
+/*
+ * Register the callbacks; called once from _PG_init.
+ */
+void
+tenure_txn_init(void)
+{
+	RegisterXactCallback(tenure_xact_callback, NULL);
+	RegisterSubXactCallback(tenure_subxact_callback, NULL);
+}
