@@ -7,19 +7,19 @@ DATA = pg_tenure--0.1.sql
 PGFILEDESC = "pg_tenure - leases, leader election and fencing epochs"
 
 PG_CPPFLAGS = -Isrc
-PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror $(EXTRA_CFLAGS)
 
-TEMP_CONF = $(CURDIR)/test/tenure.conf
+TENURE_CONF = $(CURDIR)/test/tenure.conf
 
-REGRESS = setup lease acquire privileges
-REGRESS_OPTS = --temp-instance=$(CURDIR)/tmp_check_regress --temp-config=$(TEMP_CONF)
+REGRESS ?= $(sort $(basename $(notdir $(wildcard sql/*.sql))))
+REGRESS_OPTS = --temp-instance=$(CURDIR)/tmp_check_regress --temp-config=$(TENURE_CONF)
 
-ISOLATION = acquire_race
-ISOLATION_OPTS = --temp-instance=$(CURDIR)/tmp_check_iso --temp-config=$(TEMP_CONF) \
+ISOLATION ?= $(sort $(basename $(notdir $(wildcard test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --temp-instance=$(CURDIR)/tmp_check_iso --temp-config=$(TENURE_CONF) \
 	--inputdir=$(CURDIR)/test/isolation
 
 TAP_TESTS = 1
-PROVE_TESTS = test/t/*.pl
+PROVE_TESTS ?= $(sort $(wildcard test/t/*.pl))
 
 PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
