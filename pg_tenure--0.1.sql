@@ -39,12 +39,21 @@ CREATE INDEX history_open ON tenure.history (lease) WHERE ended IS NULL;
 COMMENT ON TABLE tenure.history IS
 	'Every tenure and epoch of every lease: who held it, from when to when, and why it ended';
 
+CREATE TABLE tenure.fenced (
+	tbl regclass PRIMARY KEY,
+	lease text NOT NULL
+);
+CREATE INDEX fenced_lease ON tenure.fenced (lease);
+COMMENT ON TABLE tenure.fenced IS
+	'Tables fenced by a lease (written only through tenure.fence_table and tenure.unfence_table)';
+
 SELECT pg_catalog.pg_extension_config_dump('tenure.lease', '');
 SELECT pg_catalog.pg_extension_config_dump('tenure.lease_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('tenure.history', '');
+SELECT pg_catalog.pg_extension_config_dump('tenure.fenced', '');
 
-REVOKE ALL ON tenure.lease, tenure.history FROM PUBLIC;
-GRANT SELECT ON tenure.history TO PUBLIC;
+REVOKE ALL ON tenure.lease, tenure.history, tenure.fenced FROM PUBLIC;
+GRANT SELECT ON tenure.history, tenure.fenced TO PUBLIC;
 
 --
 -- Functions
@@ -153,9 +162,46 @@ SELECT l.name AS lease,
 	   l.lock_key,
 	   COALESCE(s.lock_held, false) AS lock_held,
 	   COALESCE(s.transitions, 0) AS transitions,
-	   l.owner
+	   l.owner,
+	   ARRAY(SELECT f.tbl FROM tenure.fenced f
+			 WHERE f.lease OPERATOR(pg_catalog.=) l.name
+			 ORDER BY f.tbl::pg_catalog.text) AS fences
   FROM tenure.lease l
   LEFT JOIN tenure._lease_state() s ON s.lease OPERATOR(pg_catalog.=) l.name;
 COMMENT ON VIEW tenure.leases IS
 	'Who holds which lease, since when, at which epoch and until when';
 GRANT SELECT ON tenure.leases TO PUBLIC;
+
+--
+-- Fencing
+--
+
+CREATE FUNCTION tenure.fence_trigger()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'tenure_fence_trigger'
+LANGUAGE C;
+COMMENT ON FUNCTION tenure.fence_trigger() IS
+	'Statement trigger of fenced tables: rejects writes without the lease''s current epoch';
+
+CREATE FUNCTION tenure.present(lease text, epoch bigint, is_local boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'tenure_present'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION tenure.present(text, bigint, boolean) IS
+	'Present a fencing token (lease, epoch) for the transaction (is_local) or the session, by setting tenure.tokens';
+
+CREATE FUNCTION tenure.fence_table(tbl regclass, lease text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'tenure_fence_table'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION tenure.fence_table(regclass, text) IS
+	'Fence a table by a lease: writes must present the lease''s current epoch (table owner only)';
+
+CREATE FUNCTION tenure.unfence_table(tbl regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'tenure_unfence_table'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION tenure.unfence_table(regclass) IS
+	'Remove a table''s fence (table owner only)';

@@ -31,6 +31,15 @@
 #define tenure_guc_malloc(size) malloc(size)
 #endif
 
+/* Ownership checks became object_ownercheck() in 16. */
+#if PG_VERSION_NUM >= 160000
+#define tenure_class_ownercheck(relid, roleid) \
+	object_ownercheck(RelationRelationId, (relid), (roleid))
+#else
+#define tenure_class_ownercheck(relid, roleid) \
+	pg_class_ownercheck((relid), (roleid))
+#endif
+
 /* Named wait events for extensions appeared in 17. */
 #include "utils/wait_event.h"
 #define TENURE_WAIT_EVENT PG_WAIT_EXTENSION

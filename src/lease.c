@@ -79,13 +79,6 @@ typedef struct TenureBusy
 	int64		until_mono;		/* when the holder's tenure expires */
 } TenureBusy;
 
-/* State of an SPI session run as the owner of the tables. */
-typedef struct TenureSpi
-{
-	Oid			save_userid;
-	int			save_sec_context;
-} TenureSpi;
-
 static uint64 tenure_next_token = 0;
 
 /*
@@ -163,7 +156,7 @@ tenure_require_primary(const char *action)
  * Connect to SPI and become the owner of tenure.lease, which owns the
  * extension's tables.
  */
-static void
+void
 tenure_spi_begin(TenureSpi *spi)
 {
 	Oid			nsp;
@@ -195,7 +188,7 @@ tenure_spi_begin(TenureSpi *spi)
 /*
  * Leave SPI and become the caller again.
  */
-static void
+void
 tenure_spi_end(TenureSpi *spi)
 {
 	SetUserIdAndSecContext(spi->save_userid, spi->save_sec_context);
@@ -205,9 +198,9 @@ tenure_spi_end(TenureSpi *spi)
 /*
  * Run one statement with text and bigint arguments; returns SPI_processed.
  * types holds one letter per argument: 't' text, 'i' bigint, 'b' boolean,
- * 'z' timestamptz, 'v' interval; a NULL value is passed as SQL NULL.
+ * 'z' timestamptz, 'v' interval, 'o' oid; a NULL value is passed as SQL NULL.
  */
-static uint64
+uint64
 tenure_spi_exec(const char *sql, const char *types, Datum *values,
 				const bool *isnull, int expected)
 {
@@ -236,6 +229,9 @@ tenure_spi_exec(const char *sql, const char *types, Datum *values,
 				break;
 			case 'v':
 				argtypes[i] = INTERVALOID;
+				break;
+			case 'o':
+				argtypes[i] = OIDOID;
 				break;
 			default:
 				elog(ERROR, "unknown SPI argument type %c", types[i]);
@@ -451,6 +447,16 @@ tenure_drop_lease(PG_FUNCTION_ARGS)
 	tenure_check_owner(name, row.owner);
 
 	args[0] = CStringGetTextDatum(name);
+	tenure_spi_exec("SELECT tbl::pg_catalog.text FROM tenure.fenced"
+					" WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY 1",
+					"t", args, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop lease \"%s\" because it fences table %s",
+						name, SPI_getvalue(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1)),
+				 errhint("Unfence its tables with tenure.unfence_table() first.")));
 	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
 					" end_reason = 'dropped'"
 					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",

@@ -18,6 +18,7 @@
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "storage/lwlock.h"
+#include "utils/guc.h"
 
 #include "compat.h"
 
@@ -154,6 +155,28 @@ extern void tenure_txn_init(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
 extern bool tenure_txn_has_claim(const TenureKey *key);
+
+/* lease.c */
+typedef struct TenureSpi
+{
+	Oid			save_userid;
+	int			save_sec_context;
+} TenureSpi;
+
+extern void tenure_spi_begin(TenureSpi *spi);
+extern void tenure_spi_end(TenureSpi *spi);
+extern uint64 tenure_spi_exec(const char *sql, const char *types,
+							  Datum *values, const bool *isnull, int expected);
+
+/* fence.c */
+extern char *tenure_tokens_string;
+extern bool tenure_tokens_check(char **newval, void **extra, GucSource source);
+extern void tenure_tokens_assign(const char *newval, void *extra);
+extern void tenure_fence_note(const char *lease, const char *table,
+							  LOCKMODE mode);
+extern bool tenure_fence_wrote(void);
+extern void tenure_fence_precommit(void);
+extern void tenure_fence_reset(void);
 
 /* keeper.c */
 extern void tenure_register_keeper(void);

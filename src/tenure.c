@@ -81,6 +81,17 @@ _PG_init(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomStringVariable("tenure.tokens",
+							   "Fencing tokens this session or transaction presents, as lease=epoch pairs separated by commas.",
+							   "Use SET LOCAL or set_config(..., true) behind a transaction pooler.",
+							   &tenure_tokens_string,
+							   "",
+							   PGC_USERSET,
+							   GUC_NOT_IN_SAMPLE,
+							   tenure_tokens_check,
+							   tenure_tokens_assign,
+							   NULL);
+
 	MarkGUCPrefixReserved("tenure");
 
 	prev_shmem_request_hook = shmem_request_hook;

@@ -31,7 +31,7 @@ typedef struct TenureAction
 {
 	TenureActionKind kind;
 	TenureKey	key;
-	int64		epoch;			/* ACQUIRE, CLAIM: the new epoch */
+	int64		epoch;			/* CLAIM: the new epoch */
 	uint64		token;			/* ACQUIRE: the pending reservation */
 	SubTransactionId subid;		/* subtransaction that made it */
 } TenureAction;
@@ -123,7 +123,7 @@ tenure_txn_publish(TenureAction *act, int64 now)
 				lease->holder_pid == MyProcPid)
 			{
 				lease->state = TENURE_HELD;
-				lease->epoch = Max(lease->epoch, act->epoch);
+				lease->epoch = Max(lease->epoch, lease->pending_epoch);
 				lease->pending_epoch = 0;
 				lease->ended_reason = TENURE_END_NONE;
 				lease->transitions++;
@@ -150,6 +150,79 @@ tenure_txn_publish(TenureAction *act, int64 now)
 }
 
 /*
+ * Whether an action still has an effect to publish: a claim always does,
+ * an acquisition only if it reserved the lease (a renewal or a lost race
+ * does not).  Caller holds the LWLock.
+ */
+static bool
+tenure_txn_effective(const TenureAction *act)
+{
+	TenureLease *lease;
+
+	if (act->kind != TENURE_ACT_ACQUIRE)
+		return true;
+	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
+	return lease != NULL && lease->state == TENURE_PENDING &&
+		lease->pending_token == act->token &&
+		lease->holder_pid == MyProcPid;
+}
+
+/*
+ * PRE_COMMIT: new tenures and claims take their lease's fence lock
+ * exclusively, fenced writes take it shared and are checked (fence.c).
+ */
+static void
+tenure_txn_precommit(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, tenure_actions)
+	{
+		TenureAction *act = lfirst(lc);
+		bool		effective;
+
+		if (act->kind != TENURE_ACT_ACQUIRE && act->kind != TENURE_ACT_CLAIM)
+			continue;
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		effective = tenure_txn_effective(act);
+		LWLockRelease(tenure_shared->lock);
+		if (effective)
+			tenure_fence_note(act->key.name, NULL, ExclusiveLock);
+	}
+	tenure_fence_precommit();
+}
+
+/*
+ * Refuse to prepare a transaction whose lease changes or fenced writes
+ * would have to be published or checked at COMMIT PREPARED, where no
+ * callback runs.
+ */
+static void
+tenure_txn_preprepare(void)
+{
+	ListCell   *lc;
+	bool		effective = false;
+
+	if (tenure_actions != NIL)
+	{
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		foreach(lc, tenure_actions)
+			effective |= tenure_txn_effective(lfirst(lc));
+		LWLockRelease(tenure_shared->lock);
+	}
+	if (effective)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot prepare a transaction that acquired, claimed, released or dropped a lease"),
+				 errdetail("pg_tenure publishes lease changes when their transaction commits, which a prepared transaction cannot do.")));
+	if (tenure_fence_wrote())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot prepare a transaction that wrote a fenced table"),
+				 errdetail("The fence is checked when the transaction commits, which COMMIT PREPARED cannot do.")));
+}
+
+/*
  * Transaction callback.
  */
 static void
@@ -158,18 +231,17 @@ tenure_xact_callback(XactEvent event, void *arg)
 	ListCell   *lc;
 	bool		changed = false;
 
-	if (tenure_actions == NIL)
-		return;
-
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+			tenure_txn_precommit();
+			return;
 		case XACT_EVENT_PRE_PREPARE:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot prepare a transaction that acquired, claimed, released or dropped a lease"),
-					 errdetail("pg_tenure publishes lease changes when their transaction commits, which a prepared transaction cannot do.")));
-			break;
+			tenure_txn_preprepare();
+			return;
 		case XACT_EVENT_COMMIT:
+			tenure_fence_reset();
+			if (tenure_actions != NIL)
 			{
 				int64		now = tenure_mono_now();
 
@@ -182,15 +254,27 @@ tenure_xact_callback(XactEvent event, void *arg)
 			}
 			break;
 		case XACT_EVENT_ABORT:
-			LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-			foreach(lc, tenure_actions)
-				changed |= tenure_txn_cancel(lfirst(lc));
-			LWLockRelease(tenure_shared->lock);
-			tenure_actions = NIL;
+			tenure_fence_reset();
+			if (tenure_actions != NIL)
+			{
+				LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+				foreach(lc, tenure_actions)
+					changed |= tenure_txn_cancel(lfirst(lc));
+				LWLockRelease(tenure_shared->lock);
+				tenure_actions = NIL;
+			}
 			break;
 		case XACT_EVENT_PREPARE:
-			/* PRE_PREPARE refused it; nothing of ours can be here */
-			tenure_actions = NIL;
+			/* PRE_PREPARE refused anything that mattered */
+			tenure_fence_reset();
+			if (tenure_actions != NIL)
+			{
+				LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+				foreach(lc, tenure_actions)
+					changed |= tenure_txn_cancel(lfirst(lc));
+				LWLockRelease(tenure_shared->lock);
+				tenure_actions = NIL;
+			}
 			break;
 		default:
 			return;
