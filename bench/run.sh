@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+#
+# pg_tenure benchmarks: pg_tenure against the approaches users build today,
+# on this machine, in one run, with pgbench (prepared statements).
+#
+#   bash bench/run.sh            # full run: writes bench/results/latest.{md,csv,png}
+#   bash bench/run.sh --smoke    # every scenario for 2 s, results in a temp dir
+#
+# Environment: DURATION (seconds per run, default 10), REPEATS (default 3),
+# CLIENTS (default "1 8"), TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
+#
+# Runs as root: installs what it needs, builds and installs pg_tenure, and
+# starts a throwaway cluster owned by the user "tenure".
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+PG_BIN=/usr/lib/postgresql/15/bin
+PG_CONFIG=$PG_BIN/pg_config
+BENCH_USER=${BENCH_USER:-tenure}
+DURATION=${DURATION:-10}
+REPEATS=${REPEATS:-3}
+CLIENTS=${CLIENTS:-"1 8"}
+out=$here/results
+smoke=
+if [ "${1:-}" = --smoke ]; then
+	smoke=1
+	DURATION=2
+	REPEATS=1
+	out=$(mktemp -d /tmp/pg_tenure-bench-smoke.XXXXXX)
+fi
+
+if [ "$(id -u)" != 0 ]; then
+	echo "bench/run.sh: run as root" >&2
+	exit 2
+fi
+if [ -z "${TENURE_SKIP_APT:-}" ]; then
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential \
+		postgresql-15 postgresql-server-dev-15 libpq-dev gnuplot-nox >/dev/null
+fi
+id "$BENCH_USER" >/dev/null 2>&1 || useradd -m "$BENCH_USER"
+if [ -z "${TENURE_SKIP_INSTALL:-}" ]; then
+	build=$(mktemp -d /tmp/pg_tenure-bench-build.XXXXXX)
+	cp -a "$top"/. "$build"/
+	make -s -C "$build" PG_CONFIG=$PG_CONFIG with_llvm=no clean >/dev/null
+	make -s -C "$build" PG_CONFIG=$PG_CONFIG with_llvm=no install >/dev/null
+	rm -rf "$build"
+fi
+
+# the throwaway cluster
+dir=$(mktemp -d /tmp/pg_tenure-bench.XXXXXX)
+chown "$BENCH_USER": "$dir"
+chmod 755 "$dir"
+as_user() { runuser -u "$BENCH_USER" -- "$@"; }
+port=54329
+as_user $PG_BIN/initdb -D "$dir/data" -A trust >/dev/null
+cat >>"$dir/data/postgresql.conf" <<EOF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$dir'
+shared_preload_libraries = 'pg_tenure'
+shared_buffers = '256MB'
+max_connections = 100
+tenure.max_leases = 20000
+max_locks_per_transaction = 256
+synchronous_commit = off
+EOF
+as_user $PG_BIN/pg_ctl -D "$dir/data" -l "$dir/log" -w start >/dev/null
+cleanup() {
+	as_user $PG_BIN/pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+export PGHOST=$dir PGPORT=$port PGDATABASE=postgres
+psql_q() { as_user env PGHOST=$dir PGPORT=$port $PG_BIN/psql -X -q -t -A -v ON_ERROR_STOP=1 -d postgres "$@"; }
+
+# wait for the keeper, then create the objects
+for _ in $(seq 300); do
+	[ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'")" = 1 ] && break
+	sleep 0.1
+done
+psql_q -f "$here/setup.sql" >/dev/null
+epoch=$(psql_q -c "SELECT tenure.current_epoch('bench-writer')")
+
+# Scenarios: id | reference id | script | extra PGOPTIONS | description
+scenarios=(
+	"select1|select1|select1.sql||SELECT 1 (floor)"
+	"leader_is|select1|leader_is.sql||is-leader: tenure.leader_is"
+	"leader_row|select1|leader_row.sql||is-leader today: SELECT on a lease row with expiry"
+	"renew|select1|renew.sql||renew: tenure.renew, a lease per client"
+	"renew_row|select1|renew_row.sql||renew today: UPDATE of a lease row"
+	"cycle|cycle_advisory|cycle.sql||acquire + release: tenure.acquire / tenure.release"
+	"cycle_advisory|cycle_advisory|cycle_advisory.sql||acquire + release today: pg_try_advisory_lock / pg_advisory_unlock"
+	"insert_plain|insert_plain|insert_plain.sql||INSERT into a plain table (reference)"
+	"insert_fenced|insert_plain|insert_fenced.sql|-c tenure.tokens=bench-writer=$epoch|fenced INSERT: pg_tenure, token for the session"
+	"insert_trigger|insert_plain|insert_trigger.sql|-c app.epoch=$epoch|fenced INSERT today: PL/pgSQL trigger vs epoch row (not linearizable)"
+	"insert_for_share|insert_plain|insert_for_share.sql||fenced INSERT today: epoch row FOR SHARE in the transaction"
+	"insert_plain_local|insert_plain_local|insert_plain_local.sql||BEGIN; set_config(local); INSERT; COMMIT (reference)"
+	"insert_fenced_local|insert_plain_local|insert_fenced_local.sql||fenced INSERT: pg_tenure, SET LOCAL token per transaction (pooler style)"
+)
+
+raw=$out/raw.csv
+mkdir -p "$out"
+echo "scenario,clients,repeat,tps,transactions,wal_bytes" >"$raw"
+
+run_one() {
+	local id=$1 script=$2 opts=$3 clients=$4 rep=$5
+	local lsn0 lsn1 log tps n wal
+	lsn0=$(psql_q -c "SELECT pg_current_wal_insert_lsn()")
+	log=$(as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="$opts" $PG_BIN/pgbench -n -M prepared \
+		-c "$clients" -j "$(( clients < 2 ? 1 : 2 ))" -T "$DURATION" -D epoch="$epoch" \
+		-f "$here/scripts/$script" postgres 2>&1) || { echo "$log" >&2; return 1; }
+	lsn1=$(psql_q -c "SELECT pg_current_wal_insert_lsn()")
+	tps=$(echo "$log" | awk '/^tps = .*without initial connection time/ {print $3}')
+	n=$(echo "$log" | awk '/number of transactions actually processed/ {print $NF}')
+	n=${n%%/*}
+	wal=$(psql_q -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
+	if [ -z "$tps" ] || [ -z "$n" ] || [ "$n" = 0 ]; then
+		echo "bench: scenario $id with $clients clients processed no transactions" >&2
+		echo "$log" >&2
+		return 1
+	fi
+	echo "$id,$clients,$rep,$tps,$n,$wal" >>"$raw"
+	printf '  %-22s c=%s r=%s tps=%s\n' "$id" "$clients" "$rep" "$tps"
+}
+
+echo "pg_tenure bench: ${DURATION}s per run, $REPEATS repeats, clients: $CLIENTS"
+for rep in $(seq "$REPEATS"); do
+	for c in $CLIENTS; do
+		for s in "${scenarios[@]}"; do
+			IFS='|' read -r id ref script opts desc <<<"$s"
+			run_one "$id" "$script" "$opts" "$c" "$rep"
+		done
+	done
+done
+
+# failover and scale scenarios write their own rows (see bench/failover.sh)
+if [ -x "$here/extra.sh" ]; then
+	"$here/extra.sh" "$out" || exit 1
+fi
+
+# medians, spread and ratios
+summary=$out/latest.csv
+echo "scenario,clients,tps_median,tps_min,tps_max,wal_bytes_per_op,reference,ratio,description" >"$summary"
+for c in $CLIENTS; do
+	for s in "${scenarios[@]}"; do
+		IFS='|' read -r id ref script opts desc <<<"$s"
+		med() { awk -F, -v s="$1" -v c="$c" '$1==s && $2==c {print $4}' "$raw" | sort -g |
+			awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+		m=$(med "$id")
+		r=$(med "$ref")
+		lo=$(awk -F, -v s="$id" -v c="$c" '$1==s && $2==c {print $4}' "$raw" | sort -g | head -1)
+		hi=$(awk -F, -v s="$id" -v c="$c" '$1==s && $2==c {print $4}' "$raw" | sort -g | tail -1)
+		wal=$(awk -F, -v s="$id" -v c="$c" '$1==s && $2==c {w+=$6; n+=$5} END {printf "%.1f", w/n}' "$raw")
+		ratio=$(awk -v a="$m" -v b="$r" 'BEGIN {printf "%.3f", a/b}')
+		echo "$id,$c,$m,$lo,$hi,$wal,$ref,$ratio,\"$desc\"" >>"$summary"
+	done
+done
+
+pgver=$(psql_q -c "SELECT version()")
+cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
+mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)
+{
+	echo "# pg_tenure benchmark results"
+	echo
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "- command: \`bash bench/run.sh${smoke:+ --smoke}\` (DURATION=$DURATION REPEATS=$REPEATS CLIENTS=\"$CLIENTS\")"
+	echo "- machine: $(nproc) cores, $cpu, $mem"
+	echo "- server: $pgver"
+	echo "- settings: shared_buffers 256MB, synchronous_commit off, tenure.max_leases 20000, max_locks_per_transaction 256"
+	echo "- pgbench: -M prepared -T $DURATION, -j 2 for 8 clients; median of $REPEATS runs (min..max)"
+	echo
+	echo "| scenario | clients | TPS median (min..max) | WAL B/op | ratio | against |"
+	echo "| --- | ---: | ---: | ---: | ---: | --- |"
+	tail -n +2 "$summary" | while IFS=, read -r id c m lo hi wal ref ratio desc; do
+		desc=${desc#\"}
+		desc=${desc%\"}
+		printf '| %s | %s | %.0f (%.0f..%.0f) | %s | %s | %s |\n' "$desc" "$c" "$m" "$lo" "$hi" "$wal" "$ratio" "$ref"
+	done
+	[ -f "$out/extra.md" ] && cat "$out/extra.md"
+} >"$out/latest.md"
+
+if command -v gnuplot >/dev/null; then
+	awk -F, 'NR>1 && $2==8 {print $1, $8}' "$summary" >"$out/chart.dat"
+	gnuplot <<EOF
+set terminal pngcairo size 1000,500 noenhanced
+set output '$out/latest.png'
+set title 'pg_tenure: TPS ratio against the reference, 8 clients (higher is better)'
+set style data histograms
+set style fill solid 0.8
+set boxwidth 0.8
+set xtics rotate by -35
+set yrange [0:*]
+set grid ytics
+plot '$out/chart.dat' using 2:xtic(1) notitle
+EOF
+	rm -f "$out/chart.dat"
+fi
+
+cat "$out/latest.md"
+if [ -n "$smoke" ]; then
+	rm -rf "$out"
+fi

@@ -1,0 +1,1 @@
+INSERT INTO bench_fenced (client, note) VALUES (:client_id, 'x');

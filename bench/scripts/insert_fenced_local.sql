@@ -1,0 +1,4 @@
+BEGIN;
+SELECT set_config('tenure.tokens', 'bench-writer=' || :epoch, true);
+INSERT INTO bench_fenced (client, note) VALUES (:client_id, 'x');
+COMMIT;

@@ -1,0 +1,1 @@
+INSERT INTO bench_plain (client, note) VALUES (:client_id, 'x');

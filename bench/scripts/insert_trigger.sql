@@ -1,0 +1,1 @@
+INSERT INTO bench_trigger (client, note) VALUES (:client_id, 'x');

@@ -1,0 +1,1 @@
+SELECT tenure.leader_is('bench-leader', 'h');

@@ -1,0 +1,1 @@
+SELECT tenure.renew('bench-renew-' || :client_id, 'h');
