@@ -135,6 +135,18 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.claim_epoch(text, text) IS
 	'Start a new epoch within the holder''s tenure, fencing off its older tokens';
 
+CREATE FUNCTION tenure.await_change(lease text, known_epoch bigint,
+									known_holder text DEFAULT NULL,
+									timeout interval DEFAULT '30 s',
+									OUT changed boolean, OUT holder text,
+									OUT epoch bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'tenure_await_change'
+LANGUAGE C VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION tenure.await_change(text, bigint, text, interval) IS
+	'Wait until the lease''s holder or epoch differs from the known ones, or the timeout; return what is then current';
+
 CREATE FUNCTION tenure._lease_state(
 	OUT lease text, OUT state text, OUT holder text, OUT epoch bigint,
 	OUT session_bound boolean, OUT acquired timestamptz,

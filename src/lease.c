@@ -25,6 +25,7 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -33,6 +34,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -49,6 +51,7 @@ PG_FUNCTION_INFO_V1(tenure_leader_is);
 PG_FUNCTION_INFO_V1(tenure_current_epoch);
 PG_FUNCTION_INFO_V1(tenure_claim_epoch);
 PG_FUNCTION_INFO_V1(tenure_lease_state);
+PG_FUNCTION_INFO_V1(tenure_await_change);
 
 /* longest ttl or hold-off */
 #define TENURE_MAX_INTERVAL_US	((int64) USECS_PER_DAY)
@@ -362,6 +365,28 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row)
 	lease->lock_key = row->lock_key;
 	lease->dropped = false;
 	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * Queue a NOTIFY on channel "tenure", delivered if the transaction commits.
+ * The payload is a JSON object: event, lease, holder, epoch.
+ */
+static void
+tenure_notify(const char *event, const char *lease, const char *holder,
+			  int64 epoch)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"event\": ");
+	escape_json(&buf, event);
+	appendStringInfoString(&buf, ", \"lease\": ");
+	escape_json(&buf, lease);
+	appendStringInfoString(&buf, ", \"holder\": ");
+	escape_json(&buf, holder);
+	appendStringInfo(&buf, ", \"epoch\": " INT64_FORMAT "}", epoch);
+	Async_Notify("tenure", buf.data);
+	pfree(buf.data);
 }
 
 /*
@@ -761,6 +786,8 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	}
 	LWLockRelease(tenure_shared->lock);
 
+	tenure_notify("acquired", name, holder, epoch);
+
 	/* the epoch must survive a crash even with synchronous_commit = off */
 	ForceSyncCommit();
 	return epoch;
@@ -958,6 +985,7 @@ tenure_release(PG_FUNCTION_ARGS)
 						" AND ended IS NULL",
 						"ti", args, NULL, SPI_OK_UPDATE);
 		tenure_txn_remember(TENURE_ACT_RELEASE, &key, epoch, 0);
+		tenure_notify("released", name, holder, epoch);
 	}
 	tenure_spi_end(&spi);
 
@@ -1087,6 +1115,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	tenure_spi_end(&spi);
 
 	tenure_txn_remember(TENURE_ACT_CLAIM, &key, epoch, 0);
+	tenure_notify("claimed", name, holder, epoch);
 	ForceSyncCommit();
 	PG_RETURN_INT64(epoch);
 }
@@ -1153,4 +1182,99 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 	LWLockRelease(tenure_shared->lock);
 
 	return (Datum) 0;
+}
+
+/*
+ * tenure.await_change(lease, known_epoch, known_holder, timeout)
+ *		returns (changed boolean, holder text, epoch bigint)
+ *
+ * Sleeps until the lease's live holder or its epoch differs from what the
+ * caller knew, or until the timeout; returns what it then sees.  A NULL
+ * known_epoch returns at once.  Wakes on every lease change and when the
+ * holder's tenure expires, without polling.
+ */
+Datum
+tenure_await_change(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	bool		know_epoch = !PG_ARGISNULL(1);
+	int64		known_epoch = know_epoch ? PG_GETARG_INT64(1) : 0;
+	char	   *known_holder = PG_ARGISNULL(2) ? NULL :
+		tenure_arg_text(fcinfo, 2, "holder", TENURE_HOLDER_MAX);
+	int64		timeout_us = tenure_arg_interval(fcinfo, 3, "timeout", true,
+												 TENURE_MAX_INTERVAL_US);
+	TenureKey	key;
+	TenureLease *lease;
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	char		holder[TENURE_HOLDER_MAX + 1];
+	bool		held = false;
+	int64		epoch = 0;
+	bool		changed = false;
+	int64		deadline;
+	bool		found;
+
+	tenure_require_loaded();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tenure_make_key(&key, MyDatabaseId, name);
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+	found = lease != NULL && !lease->dropped;
+	LWLockRelease(tenure_shared->lock);
+	if (!found)
+	{
+		TenureSpi	spi;
+		TenureRow	row;
+
+		/* not used since server start: bring it into shared memory */
+		tenure_spi_begin(&spi);
+		tenure_load_row(name, &row, false);
+		tenure_spi_end(&spi);
+		tenure_load_entry(&key, &row);
+	}
+
+	deadline = tenure_mono_now() + timeout_us;
+	ConditionVariablePrepareToSleep(&tenure_shared->cv);
+	for (;;)
+	{
+		int64		now = tenure_mono_now();
+		int64		wake = deadline;
+
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+		held = false;
+		if (lease != NULL)
+		{
+			epoch = lease->epoch;
+			if (tenure_is_live(lease, now))
+			{
+				held = true;
+				strlcpy(holder, lease->holder, sizeof(holder));
+				wake = Min(wake, lease->renewed_mono + lease->ttl_us);
+			}
+		}
+		LWLockRelease(tenure_shared->lock);
+
+		changed = !know_epoch || lease == NULL || epoch != known_epoch ||
+			held != (known_holder != NULL) ||
+			(held && strcmp(holder, known_holder) != 0);
+		if (changed || now >= deadline)
+			break;
+		(void) ConditionVariableTimedSleep(&tenure_shared->cv,
+										   Max((wake - now + 999) / 1000, 1),
+										   TENURE_WAIT_EVENT);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ConditionVariableCancelSleep();
+
+	values[0] = BoolGetDatum(changed);
+	if (held)
+		values[1] = CStringGetTextDatum(holder);
+	nulls[1] = !held;
+	values[2] = Int64GetDatum(epoch);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
 }
