@@ -540,6 +540,33 @@ tenure_history_close(const char *name, const TenureKey *key)
 }
 
 /*
+ * Record a new tenure or epoch in tenure.history and keep only the lease's
+ * tenure.history_per_lease most recent rows.  Inside an SPI session.
+ */
+static void
+tenure_history_start(const char *name, int64 epoch, const char *holder,
+					 bool session_bound)
+{
+	Datum		args[5];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = CStringGetTextDatum(holder);
+	args[3] = BoolGetDatum(session_bound);
+	args[4] = Int64GetDatum(tenure_shared->boot_id);
+	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started, boot_id)"
+					" VALUES ($1, $2, $3, $4, pg_catalog.clock_timestamp(), $5)",
+					"titbi", args, NULL, SPI_OK_INSERT);
+
+	args[1] = Int64GetDatum((int64) tenure_history_per_lease);
+	tenure_spi_exec("DELETE FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					" AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
+					"  WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
+					"  OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)",
+					"ti", args, NULL, SPI_OK_DELETE);
+}
+
+/*
  * Try to reserve the lease for a new tenure or renew the caller's own.
  * Returns 1 and sets *epoch on renewal, 2 when reserved (token), 0 when
  * someone else holds it (*busy filled in).
@@ -768,13 +795,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	epoch = tenure_spi_int8(1, NULL);
 
 	tenure_history_close(name, &key);
-	args[1] = Int64GetDatum(epoch);
-	args[2] = CStringGetTextDatum(holder);
-	args[3] = BoolGetDatum(session_bound);
-	args[4] = Int64GetDatum(tenure_shared->boot_id);
-	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started, boot_id)"
-					" VALUES ($1, $2, $3, $4, pg_catalog.clock_timestamp(), $5)",
-					"titbi", args, NULL, SPI_OK_INSERT);
+	tenure_history_start(name, epoch, holder, session_bound);
 	tenure_spi_end(&spi);
 
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
@@ -1059,6 +1080,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	TenureKey	key;
 	TenureLease *lease;
 	bool		holds = false;
+	bool		session_bound = false;
 	int64		epoch;
 	int64		now;
 	Datum		args[4];
@@ -1078,7 +1100,10 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 		(tenure_is_live(lease, now) ||
 		 (lease->state == TENURE_PENDING && lease->holder_pid == MyProcPid &&
 		  lease->holder_start == MyStartTimestamp && lease->pending_epoch != 0)))
+	{
 		holds = true;
+		session_bound = lease->session_bound;
+	}
 	LWLockRelease(tenure_shared->lock);
 
 	if (!holds)
@@ -1102,16 +1127,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 					" end_reason = 'claimed'"
 					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
 					"t", args, NULL, SPI_OK_UPDATE);
-	args[1] = Int64GetDatum(epoch);
-	args[2] = CStringGetTextDatum(holder);
-	args[3] = Int64GetDatum(tenure_shared->boot_id);
-	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started, boot_id)"
-					" SELECT $1, $2, $3, h.session_bound, pg_catalog.clock_timestamp(), $4"
-					" FROM (SELECT pg_catalog.bool_or(session_bound) AS session_bound"
-					"  FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
-					"  AND end_reason OPERATOR(pg_catalog.=) 'claimed'"
-					"  AND ended OPERATOR(pg_catalog.>=) pg_catalog.statement_timestamp()) h",
-					"titi", args, NULL, SPI_OK_INSERT);
+	tenure_history_start(name, epoch, holder, session_bound);
 	tenure_spi_end(&spi);
 
 	tenure_txn_remember(TENURE_ACT_CLAIM, &key, epoch, 0);

@@ -123,6 +123,7 @@ typedef struct TenureShared
 
 /* tenure.c */
 extern int	tenure_max_leases;
+extern int	tenure_history_per_lease;
 
 /* state.c */
 extern TenureShared *tenure_shared;

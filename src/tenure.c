@@ -24,6 +24,7 @@ PG_MODULE_MAGIC;
 
 /* settings */
 int			tenure_max_leases = 1024;
+int			tenure_history_per_lease = 1000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -78,6 +79,17 @@ _PG_init(void)
 							16,
 							1000000,
 							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tenure.history_per_lease",
+							"Number of most recent epochs per lease that tenure.history keeps.",
+							"Older rows of a lease are deleted when a new epoch is issued for it.",
+							&tenure_history_per_lease,
+							1000,
+							1,
+							INT_MAX,
+							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
 
