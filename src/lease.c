@@ -109,6 +109,23 @@ tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *what,
 }
 
 /*
+ * Validate a lease name argument: 1 to TENURE_NAME_MAX bytes, and neither
+ * "," nor "=", which separate tokens in tenure.tokens.
+ */
+static char *
+tenure_arg_lease(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *s = tenure_arg_text(fcinfo, argno, "lease name", TENURE_NAME_MAX);
+
+	if (strpbrk(s, ",=") != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease name \"%s\" contains \",\" or \"=\"", s),
+				 errdetail("Lease names appear in tenure.tokens, where these characters separate tokens.")));
+	return s;
+}
+
+/*
  * Validate an interval argument and return it in microseconds.  Zero is
  * accepted only when allow_zero is set.
  */
@@ -395,7 +412,7 @@ tenure_notify(const char *event, const char *lease, const char *holder,
 Datum
 tenure_create_lease(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	TenureSpi	spi;
 	Datum		args[5];
 	bool		nulls[5] = {false, false, false, false, false};
@@ -458,7 +475,7 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 Datum
 tenure_drop_lease(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	TenureSpi	spi;
 	TenureRow	row;
 	TenureKey	key;
@@ -669,6 +686,7 @@ tenure_wait_for_lock(const TenureKey *key, uint64 token, TenureBusy *busy)
 	int64		deadline = tenure_mono_now() + TENURE_KEEPER_WAIT_US;
 	bool		result = false;
 
+	memset(busy, 0, sizeof(TenureBusy));
 	ConditionVariablePrepareToSleep(&tenure_shared->cv);
 	for (;;)
 	{
@@ -824,7 +842,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 Datum
 tenure_acquire(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
 	int64		wait_us = tenure_arg_interval(fcinfo, 2, "wait", true,
 											  TENURE_MAX_INTERVAL_US);
@@ -855,7 +873,7 @@ tenure_acquire(PG_FUNCTION_ARGS)
 Datum
 tenure_acquire_or_error(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
 	bool		session_bound;
 	int64		epoch;
@@ -901,7 +919,7 @@ tenure_acquire_or_error(PG_FUNCTION_ARGS)
 Datum
 tenure_renew(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
 	TenureKey	key;
 	TenureLease *lease;
@@ -956,7 +974,7 @@ tenure_renew(PG_FUNCTION_ARGS)
 Datum
 tenure_release(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
 	TenureSpi	spi;
 	TenureRow	row;
@@ -1022,7 +1040,7 @@ tenure_release(PG_FUNCTION_ARGS)
 Datum
 tenure_leader_is(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
 	TenureKey	key;
 	TenureLease *lease;
@@ -1054,7 +1072,7 @@ tenure_leader_is(PG_FUNCTION_ARGS)
 Datum
 tenure_current_epoch(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	TenureSpi	spi;
 	TenureRow	row;
 
@@ -1073,7 +1091,7 @@ tenure_current_epoch(PG_FUNCTION_ARGS)
 Datum
 tenure_claim_epoch(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
 	TenureSpi	spi;
 	TenureRow	row;
@@ -1212,7 +1230,7 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 Datum
 tenure_await_change(PG_FUNCTION_ARGS)
 {
-	char	   *name = tenure_arg_text(fcinfo, 0, "lease name", TENURE_NAME_MAX);
+	char	   *name = tenure_arg_lease(fcinfo, 0);
 	bool		know_epoch = !PG_ARGISNULL(1);
 	int64		known_epoch = know_epoch ? PG_GETARG_INT64(1) : 0;
 	char	   *known_holder = PG_ARGISNULL(2) ? NULL :
