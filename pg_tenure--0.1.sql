@@ -147,6 +147,13 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.await_change(text, bigint, text, interval) IS
 	'Wait until the lease''s holder or epoch differs from the known ones, or the timeout; return what is then current';
 
+CREATE FUNCTION tenure.shared_memory_bytes()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'tenure_shared_memory_bytes'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION tenure.shared_memory_bytes() IS
+	'Bytes of shared memory pg_tenure reserved at server start (grows with tenure.max_leases)';
+
 CREATE FUNCTION tenure._lease_state(
 	OUT lease text, OUT state text, OUT holder text, OUT epoch bigint,
 	OUT session_bound boolean, OUT acquired timestamptz,

@@ -136,10 +136,83 @@ for rep in $(seq "$REPEATS"); do
 	done
 done
 
-# failover and scale scenarios write their own rows (see bench/failover.sh)
-if [ -x "$here/extra.sh" ]; then
-	"$here/extra.sh" "$out" || exit 1
-fi
+# Failover: the holder's backend exits while a candidate waits.
+cc -O2 -Wall -Wextra -Werror -I"$($PG_CONFIG --includedir)" -o "$dir/failover" \
+	"$here/failover.c" -L"$($PG_CONFIG --libdir)" -lpq
+chmod 755 "$dir/failover"
+failover_trials=${FAILOVER_TRIALS:-$([ -n "$smoke" ] && echo 10 || echo 200)}
+failover_ttl=${FAILOVER_TTL_MS:-500}
+today_trials=${TODAY_TRIALS:-$([ -n "$smoke" ] && echo 3 || echo 30)}
+echo "failover: $failover_trials trials each"
+fo() { as_user env PGHOST=$dir PGPORT=$port PGDATABASE=postgres "$dir/failover" "$@" | tail -1; }
+f_h0=$(fo holdoff0 "$failover_trials")
+f_auto=$(fo automatic "$failover_trials" "$failover_ttl")
+f_today=$(fo today "$today_trials")
+echo "  $f_h0"; echo "  $f_auto"; echo "  $f_today"
+field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
+{
+	echo "mode,trials,p50_ms,p99_ms,max_ms"
+	for r in "$f_h0" "$f_auto" "$f_today"; do
+		echo "$(echo "$r" | cut -d' ' -f1),$(field "$r" n),$(field "$r" p50),$(field "$r" p99),$(field "$r" max)"
+	done
+} >"$out/failover.csv"
+
+# Scale: leader_is and renew with 10, 1,000 and 10,000 live leases.
+scale_sizes=${SCALE_SIZES:-"10 1000 10000"}
+echo "scale: $scale_sizes leases"
+echo "leases,op,tps" >"$out/scale.csv"
+have=0
+for n in $scale_sizes; do
+	psql_q -c "SELECT count(*) FROM (SELECT tenure.create_lease('scale-' || i, '1 day', holdoff => '0'),
+		tenure.acquire('scale-' || i, 'h') FROM generate_series($have + 1, $n) i) s" >/dev/null
+	have=$n
+	printf '\\set k random(1, %s)\nSELECT tenure.leader_is('"'"'scale-'"'"' || :k, '"'"'h'"'"');\n' "$n" >"$dir/scale_leader.sql"
+	printf '\\set k random(1, %s)\nSELECT tenure.renew('"'"'scale-'"'"' || :k, '"'"'h'"'"');\n' "$n" >"$dir/scale_renew.sql"
+	chmod 644 "$dir"/scale_*.sql
+	for op in leader renew; do
+		t=$(as_user env PGHOST=$dir PGPORT=$port $PG_BIN/pgbench -n -M prepared -c 8 -j 2 -T "$DURATION" \
+			-f "$dir/scale_$op.sql" postgres 2>&1 | awk '/^tps = .*without initial connection time/ {print $3}')
+		[ -n "$t" ] || { echo "bench: scale $op $n failed" >&2; exit 1; }
+		echo "$n,$op,$t" >>"$out/scale.csv"
+		printf '  %-6s leases=%-6s tps=%s\n' "$op" "$n" "$t"
+	done
+done
+locks=$(psql_q -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 32321")
+shm=$(psql_q -c "SELECT tenure.shared_memory_bytes()")
+maxl=$(psql_q -c "SHOW tenure.max_leases")
+capacity=$(psql_q -c "SELECT current_setting('max_locks_per_transaction')::int *
+	(current_setting('max_connections')::int + current_setting('autovacuum_max_workers')::int + 1 +
+	 current_setting('max_worker_processes')::int + current_setting('max_wal_senders')::int +
+	 current_setting('max_prepared_transactions')::int)")
+
+{
+	echo
+	echo "## Failover"
+	echo
+	echo "The holder's backend is terminated while a candidate waits in \`tenure.acquire(wait => '30 s')\`"
+	echo "(\`bench/failover.c\`, milliseconds, client-side monotonic clock)."
+	echo
+	echo "| design | trials | p50 | p99 | max | measured from |"
+	echo "| --- | ---: | ---: | ---: | ---: | --- |"
+	echo "| pg_tenure, holdoff 0 | $(field "$f_h0" n) | $(field "$f_h0" p50) | $(field "$f_h0" p99) | $(field "$f_h0" max) | holder terminated -> candidate leads |"
+	echo "| pg_tenure, automatic hold-off, ttl $failover_ttl ms | $(field "$f_auto" n) | $(field "$f_auto" p50) | $(field "$f_auto" p99) | $(field "$f_auto" max) | predecessor's last renewal + ttl -> candidate leads |"
+	echo "| today: advisory lock polled every 50 ms + fixed 300 ms hold-off (1/100 scale) | $(field "$f_today" n) | $(field "$f_today" p50) | $(field "$f_today" p99) | $(field "$f_today" max) | holder terminated -> candidate leads; at full scale (5 s, 30 s) x100 |"
+	echo
+	echo "## Scale"
+	echo
+	echo "8 clients, a random lease among N live ones per call."
+	echo
+	echo "| live leases | leader_is TPS | renew TPS |"
+	echo "| ---: | ---: | ---: |"
+	for n in $scale_sizes; do
+		echo "| $n | $(awk -F, -v n="$n" '$1==n && $2=="leader" {printf "%.0f", $3}' "$out/scale.csv") | $(awk -F, -v n="$n" '$1==n && $2=="renew" {printf "%.0f", $3}' "$out/scale.csv") |"
+	done
+	echo
+	echo "- shared memory: $shm bytes for tenure.max_leases = $maxl, $(( shm / maxl )) bytes per lease slot"
+	echo "- advisory locks held by the keeper: $locks (one per live tenure); the lock table here has room for $capacity locks"
+	echo "  (max_locks_per_transaction x (max_connections + autovacuum workers + 1 + max_worker_processes + max_wal_senders + max_prepared_transactions));"
+	echo "  with the default max_locks_per_transaction = 64 it would hold $(( capacity / 256 * 64 )), so 10,000 tenures need max_locks_per_transaction >= $(( (10000 + 1000) * 256 / capacity + 1 ))"
+} >"$out/extra.md"
 
 # medians, spread and ratios
 summary=$out/latest.csv

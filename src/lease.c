@@ -52,6 +52,7 @@ PG_FUNCTION_INFO_V1(tenure_current_epoch);
 PG_FUNCTION_INFO_V1(tenure_claim_epoch);
 PG_FUNCTION_INFO_V1(tenure_lease_state);
 PG_FUNCTION_INFO_V1(tenure_await_change);
+PG_FUNCTION_INFO_V1(tenure_shared_memory_bytes);
 
 /* longest ttl or hold-off */
 #define TENURE_MAX_INTERVAL_US	((int64) USECS_PER_DAY)
@@ -1311,4 +1312,16 @@ tenure_await_change(PG_FUNCTION_ARGS)
 	values[2] = Int64GetDatum(epoch);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
+}
+
+/*
+ * tenure.shared_memory_bytes() returns bigint
+ *
+ * Bytes of shared memory pg_tenure reserved at server start.
+ */
+Datum
+tenure_shared_memory_bytes(PG_FUNCTION_ARGS)
+{
+	tenure_require_loaded();
+	PG_RETURN_INT64((int64) tenure_shmem_size());
 }
