@@ -3,6 +3,9 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pg_tenure" to load this file. \quit
 
+-- Everyone may look up leases; the functions check rights themselves.
+GRANT USAGE ON SCHEMA tenure TO PUBLIC;
+
 --
 -- Durable state.  Only the extension's owner writes these tables; the
 -- functions below check the caller's rights and reach them as that owner.

@@ -21,6 +21,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "common/int.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
@@ -143,11 +144,8 @@ tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
 				 errmsg("%s must not be null", what)));
 	iv = PG_GETARG_INTERVAL_P(argno);
 	if (iv->month != 0 ||
-		iv->day < 0 || iv->day > 1 || iv->time < -USECS_PER_DAY ||
-		iv->time > USECS_PER_DAY)
-		us = -1;
-	else
-		us = iv->day * USECS_PER_DAY + iv->time;
+		pg_add_s64_overflow((int64) iv->day * USECS_PER_DAY, iv->time, &us))
+		us = -1;				/* no fixed length, or absurd */
 	if (us < 0 || us > max_us || (us == 0 && !allow_zero))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -204,6 +202,12 @@ tenure_spi_begin(TenureSpi *spi)
 	SetUserIdAndSecContext(owner, spi->save_sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
+
+	/* never resolve anything through the caller's search_path */
+	spi->guc_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 }
 
 /*
@@ -212,6 +216,7 @@ tenure_spi_begin(TenureSpi *spi)
 void
 tenure_spi_end(TenureSpi *spi)
 {
+	AtEOXact_GUC(true, spi->guc_nestlevel);
 	SetUserIdAndSecContext(spi->save_userid, spi->save_sec_context);
 	SPI_finish();
 }
@@ -293,12 +298,12 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 	args[0] = CStringGetTextDatum(name);
 	tenure_spi_exec(for_update ?
 					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
-					" (EXTRACT(epoch FROM ttl) * 1000000)::pg_catalog.int8,"
-					" (EXTRACT(epoch FROM holdoff) * 1000000)::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
 					" lock_key, epoch FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE" :
 					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
-					" (EXTRACT(epoch FROM ttl) * 1000000)::pg_catalog.int8,"
-					" (EXTRACT(epoch FROM holdoff) * 1000000)::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
 					" lock_key, epoch FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
 					"t", args, NULL,
 					for_update ? SPI_OK_SELECT : SPI_OK_SELECT);
@@ -319,13 +324,14 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 }
 
 /*
- * Fail with 42501 unless the current user has the privileges of the
- * lease's owner.
+ * Fail with 42501 unless the caller has the privileges of the lease's
+ * owner.  Inside an SPI session the current user is the tables' owner:
+ * pass spi.save_userid there.
  */
 static void
-tenure_check_owner(const char *name, Oid owner)
+tenure_check_owner(const char *name, Oid owner, Oid caller)
 {
-	if (!has_privs_of_role(GetUserId(), owner))
+	if (!has_privs_of_role(caller, owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for lease \"%s\"", name),
@@ -487,7 +493,7 @@ tenure_drop_lease(PG_FUNCTION_ARGS)
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, true);
-	tenure_check_owner(name, row.owner);
+	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	args[0] = CStringGetTextDatum(name);
 	tenure_spi_exec("SELECT tbl::pg_catalog.text FROM tenure.fenced"
@@ -758,7 +764,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
-	tenure_check_owner(name, row.owner);
+	tenure_check_owner(name, row.owner, spi.save_userid);
 	tenure_spi_end(&spi);
 
 	tenure_make_key(&key, MyDatabaseId, name);
@@ -946,17 +952,19 @@ tenure_renew(PG_FUNCTION_ARGS)
 		/* never held since server start: unknown lease, or simply free */
 		tenure_spi_begin(&spi);
 		tenure_load_row(name, &row, false);
-		tenure_check_owner(name, row.owner);
+		tenure_check_owner(name, row.owner, spi.save_userid);
 		tenure_spi_end(&spi);
 		PG_RETURN_BOOL(false);
 	}
-	tenure_check_owner(name, owner);
+	tenure_check_owner(name, owner, GetUserId());
 
 	now = tenure_mono_now();
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
 	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-	if (lease != NULL && tenure_is_live(lease, now) &&
-		strcmp(lease->holder, holder) == 0)
+	if (lease != NULL && strcmp(lease->holder, holder) == 0 &&
+		(tenure_is_live(lease, now) ||
+		 (lease->state == TENURE_PENDING && lease->holder_pid == MyProcPid &&
+		  lease->holder_start == MyStartTimestamp && lease->pending_epoch != 0)))
 	{
 		lease->renewed_mono = now;
 		result = true;
@@ -991,7 +999,7 @@ tenure_release(PG_FUNCTION_ARGS)
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
-	tenure_check_owner(name, row.owner);
+	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	now = tenure_mono_now();
@@ -1109,7 +1117,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
-	tenure_check_owner(name, row.owner);
+	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	now = tenure_mono_now();

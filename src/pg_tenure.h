@@ -162,6 +162,7 @@ typedef struct TenureSpi
 {
 	Oid			save_userid;
 	int			save_sec_context;
+	int			guc_nestlevel;
 } TenureSpi;
 
 extern void tenure_spi_begin(TenureSpi *spi);
