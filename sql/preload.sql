@@ -1,5 +1,7 @@
 -- The extension is loaded by shared_preload_libraries and its keeper runs.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_tenure;
+RESET client_min_messages;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_tenure';
 SHOW tenure.max_leases;
 -- the keeper shows a clear backend_type (it starts asynchronously)
