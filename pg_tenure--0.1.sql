@@ -39,6 +39,8 @@ CREATE TABLE tenure.history (
 	PRIMARY KEY (lease, epoch)
 );
 CREATE INDEX history_open ON tenure.history (lease) WHERE ended IS NULL;
+-- finds tenures left open by an earlier server start without a scan
+CREATE INDEX history_open_boot ON tenure.history (boot_id) WHERE ended IS NULL;
 COMMENT ON TABLE tenure.history IS
 	'Every tenure and epoch of every lease: who held it, from when to when, and why it ended';
 

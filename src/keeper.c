@@ -59,20 +59,32 @@ tenure_register_keeper(void)
 }
 
 /*
- * on_shmem_exit callback: stop backends from setting our latch.
+ * before_shmem_exit callback, run before our session locks are released:
+ * say that we hold no lock any more (leader_is then answers false for
+ * lock_key tenures until a new keeper has their locks again) and stop
+ * backends from setting our latch.  Shared memory only; cannot fail.
  */
 static void
 tenure_keeper_exit(int code, Datum arg)
 {
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+
 	if (tenure_shared == NULL)
 		return;
+	if (LWLockHeldByMe(tenure_shared->lock))
+		LWLockRelease(tenure_shared->lock);
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+		lease->lock_held = false;
 	if (tenure_shared->keeper_pid == MyProcPid)
 	{
 		tenure_shared->keeper_pid = 0;
 		tenure_shared->keeper_latch = NULL;
 	}
 	LWLockRelease(tenure_shared->lock);
+	ConditionVariableBroadcast(&tenure_shared->cv);
 }
 
 /*
@@ -196,7 +208,7 @@ tenure_keeper_main(Datum arg)
 	tenure_shared->keeper_latch = MyLatch;
 	tenure_shared->keeper_starts++;
 	LWLockRelease(tenure_shared->lock);
-	on_shmem_exit(tenure_keeper_exit, (Datum) 0);
+	before_shmem_exit(tenure_keeper_exit, (Datum) 0);
 
 	/*
 	 * Survive our own errors: report, clean up, and go on.  Losing the

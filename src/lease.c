@@ -528,8 +528,8 @@ static void
 tenure_history_close(const char *name, const TenureKey *key)
 {
 	TenureLease *lease;
-	Datum		args[5];
-	bool		nulls[5] = {false, false, false, false, false};
+	Datum		args[4];
+	bool		nulls[4] = {false, false, false, false};
 	const char *reason = NULL;
 	int64		epoch = 0;
 	TimestampTz ended = 0;
@@ -544,23 +544,27 @@ tenure_history_close(const char *name, const TenureKey *key)
 	}
 	LWLockRelease(tenure_shared->lock);
 
+	/* tenures of any lease that were open when the server went down */
+	args[0] = Int64GetDatum(tenure_shared->boot_id);
+	args[1] = TimestampTzGetDatum(tenure_shared->boot_time);
+	tenure_spi_exec("UPDATE tenure.history SET ended = $2, end_reason = 'server restart'"
+					" WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
+					" OR boot_id OPERATOR(pg_catalog.>) $1)",
+					"iz", args, nulls, SPI_OK_UPDATE);
+
+	/* this lease's tenure that shared memory saw end */
 	args[0] = CStringGetTextDatum(name);
 	args[1] = Int64GetDatum(epoch);
 	args[2] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
 	nulls[2] = (reason == NULL);
 	args[3] = TimestampTzGetDatum(ended);
 	nulls[3] = (reason == NULL);
-	args[4] = Int64GetDatum(tenure_shared->boot_id);
 	tenure_spi_exec("UPDATE tenure.history SET"
-					" ended = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
-					"  THEN pg_catalog.pg_postmaster_start_time()"
-					"  ELSE COALESCE($4, pg_catalog.clock_timestamp()) END,"
-					" end_reason = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
-					"  THEN 'server restart'"
-					"  WHEN epoch OPERATOR(pg_catalog.=) $2 THEN COALESCE($3, 'expired')"
-					"  ELSE 'expired' END"
+					" ended = COALESCE($4, pg_catalog.clock_timestamp()),"
+					" end_reason = CASE WHEN epoch OPERATOR(pg_catalog.=) $2"
+					"  THEN COALESCE($3, 'expired') ELSE 'expired' END"
 					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
-					"titzi", args, nulls, SPI_OK_UPDATE);
+					"titz", args, nulls, SPI_OK_UPDATE);
 }
 
 /*

@@ -116,6 +116,7 @@ typedef struct TenureShared
 	LWLock	   *lock;			/* protects everything below and the hash */
 	ConditionVariable cv;		/* broadcast on every lease state change */
 	int64		boot_id;		/* random, new at every shared memory init */
+	TimestampTz boot_time;		/* when shared memory was initialized */
 	int			keeper_pid;
 	Latch	   *keeper_latch;
 	uint64		keeper_starts;

@@ -88,6 +88,7 @@ tenure_shmem_init(void)
 			boot_id = (uint64) GetCurrentTimestamp() ^ ((uint64) MyProcPid << 32);
 		/* keep it positive: it is stored in a bigint column */
 		tenure_shared->boot_id = (int64) (boot_id & PG_INT64_MAX);
+		tenure_shared->boot_time = GetCurrentTimestamp();
 	}
 
 	memset(&info, 0, sizeof(info));
