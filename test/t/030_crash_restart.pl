@@ -143,8 +143,7 @@ is( $node->safe_psql(
 #
 my %new;
 $new{c1} = $node->safe_psql('postgres', "SELECT tenure.acquire('c1', 'x')");
-$new{c2} = $node->safe_psql('postgres',
-	"SELECT tenure.acquire('c2', 'y', session_bound => true)");
+$new{c2} = $node->safe_psql('postgres', "SELECT tenure.acquire('c2', 'y')");
 $new{c3} = $node->safe_psql('postgres', "SELECT tenure.acquire('c3', 'z')");
 for my $lease (sort keys %new)
 {
