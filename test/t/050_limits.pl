@@ -1,0 +1,124 @@
+
+# Limits: the shared lease table holds tenure.max_leases leases; when it is
+# full, acquiring another lease fails with SQLSTATE 53400 and a hint naming
+# the setting, and changes nothing.  Without shared_preload_libraries the
+# extension cannot be created, and the message says how to fix it.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+#
+# (a) tenure.max_leases = 16 (the minimum)
+#
+my $node = PostgreSQL::Test::Cluster->new('limits');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'pg_tenure'
+tenure.max_leases = 16
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+is($node->safe_psql('postgres', 'SHOW tenure.max_leases'),
+	'16', 'tenure.max_leases is 16');
+
+# creating leases takes no slot: 18 of them
+$node->safe_psql('postgres',
+	"SELECT tenure.create_lease(format('l%s', lpad(i::text, 2, '0')), '10 min', '0')"
+	  . " FROM generate_series(1, 18) i");
+is( $node->safe_psql(
+		'postgres',
+		"SELECT count(tenure.acquire(format('l%s', lpad(i::text, 2, '0')), 'h'))"
+		  . " FROM generate_series(1, 16) i"),
+	'16',
+	'16 distinct leases are acquired');
+
+# a released lease keeps its slot
+is($node->safe_psql('postgres', "SELECT tenure.release('l16', 'h')"),
+	't', 'l16 is released');
+
+my $state_l17 =
+    "SELECT tenure.current_epoch('l17'),"
+  . " (SELECT count(*) FROM tenure.history WHERE lease = 'l17'),"
+  . " (SELECT coalesce(holder, 'none') || ':' || transitions FROM tenure.leases WHERE lease = 'l17')";
+my $before = $node->safe_psql('postgres', $state_l17);
+is($before, '0|0|none:0', 'l17 has never been held');
+
+for my $call ("tenure.acquire('l17', 'h')", "tenure.acquire_or_error('l17', 'h')")
+{
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
+		"\\set VERBOSITY verbose\nSELECT $call;",
+		on_error_stop => 0);
+	like($stderr, qr/ERROR:  53400: too many leases in use/,
+		"$call fails with 53400 when the table is full");
+	like($stderr, qr/HINT:  .*tenure\.max_leases/,
+		"$call: the hint names tenure.max_leases");
+}
+is($node->safe_psql('postgres', $state_l17),
+	$before, 'the failed calls changed nothing: epoch, history, leases view');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT count(*) FROM tenure.history WHERE ended IS NULL"),
+	'15', 'the 15 tenures still held are untouched');
+is($node->safe_psql('postgres', "SELECT tenure.leader_is('l01', 'h')"),
+	't', 'holders of other leases still lead');
+
+# dropping a lease frees its slot, once the keeper has let go of it
+my $e01 = $node->safe_psql('postgres', "SELECT tenure.current_epoch('l01')");
+$node->safe_psql('postgres', "SELECT tenure.drop_lease('l01')");
+ok( $node->poll_query_until(
+		'postgres', "SELECT tenure.acquire('l17', 'h') IS NOT NULL"),
+	'after l01 is dropped, l17 can be acquired');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT holder, epoch > 0, epoch = tenure.current_epoch('l17') FROM tenure.leases WHERE lease = 'l17'"
+	),
+	'h|t|t',
+	'l17 is held');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT end_reason FROM tenure.history WHERE lease = 'l01' AND epoch = $e01"),
+	'dropped', 'history: the tenure of l01 ended as dropped');
+
+# the table is full again
+my ($ret18, $out18, $err18) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT tenure.acquire('l18', 'h');",
+	on_error_stop => 0);
+like($err18, qr/ERROR:  53400: too many leases in use/,
+	'with l17 in, an 18th lease does not fit');
+
+$node->stop;
+
+#
+# (b) Without shared_preload_libraries
+#
+my $bare = PostgreSQL::Test::Cluster->new('not_preloaded');
+$bare->init;
+$bare->start;
+
+my ($ret, $stdout, $stderr) = $bare->psql('postgres',
+	"\\set VERBOSITY verbose\nCREATE EXTENSION pg_tenure;",
+	on_error_stop => 0);
+like(
+	$stderr,
+	qr/ERROR:  55000: pg_tenure must be loaded via shared_preload_libraries/,
+	'the error says pg_tenure must be preloaded');
+like(
+	$stderr,
+	qr/HINT:  Add pg_tenure to shared_preload_libraries in postgresql\.conf and restart the server\./,
+	'the hint says how to fix it');
+is( $bare->safe_psql(
+		'postgres',
+		"SELECT count(*) FROM pg_extension WHERE extname = 'pg_tenure'"),
+	'0',
+	'the extension was not created');
+is($bare->safe_psql('postgres', "SELECT to_regnamespace('tenure') IS NULL"),
+	't', 'no schema tenure is left behind');
+
+$bare->stop;
+
+done_testing();
