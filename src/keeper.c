@@ -11,7 +11,9 @@
  *
  * Backends ask for a lock by setting lock_wanted on an entry and setting
  * the keeper's latch; the keeper answers by setting lock_held or
- * lock_failed and broadcasting the condition variable.  All lock calls are
+ * lock_failed (with lock_no_memory when the shared lock table is full
+ * rather than a foreign session in the way) and broadcasting the condition
+ * variable.  All lock calls are
  * conditional, made while holding the tenure LWLock (see state.c).
  *
  * When the keeper exits, its locks go with it.  It comes back after
@@ -149,6 +151,11 @@ tenure_keeper_pass(void)
 			}
 			else
 			{
+				int			nconflicts = 0;
+
+				/* nobody in the way: the shared lock table is full */
+				(void) GetLockConflicts(&tag, ExclusiveLock, &nconflicts);
+				lease->lock_no_memory = (nconflicts == 0);
 				lease->lock_failed = true;
 				lease->lock_wanted = false;
 			}

@@ -78,6 +78,7 @@ typedef struct TenureRow
 typedef struct TenureBusy
 {
 	bool		foreign;		/* a foreign session holds the lock_key */
+	bool		no_memory;		/* the shared lock table is full */
 	char		holder[TENURE_HOLDER_MAX + 1];
 	int64		epoch;
 	TimestampTz since;
@@ -649,6 +650,7 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 		else
 		{
 			busy->foreign = false;
+			busy->no_memory = false;
 			strlcpy(busy->holder, lease->holder, sizeof(busy->holder));
 			busy->epoch = lease->state == TENURE_HELD ? lease->epoch : 0;
 			busy->since = lease->acquired_wall;
@@ -722,6 +724,7 @@ tenure_wait_for_lock(const TenureKey *key, uint64 token, TenureBusy *busy)
 			lease->session_bound = false;
 			lease->lock_wanted = false;
 			busy->foreign = true;
+			busy->no_memory = lease->lock_no_memory;
 			busy->holder[0] = '\0';
 			busy->epoch = 0;
 			busy->since = 0;
@@ -791,6 +794,12 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 			return epoch;
 		if (r == 2 && tenure_wait_for_lock(&key, token, busy))
 			break;
+		if (busy->no_memory)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of shared memory for the advisory lock of lease \"%s\"", name),
+					 errdetail("The keeper holds one lock per live tenure in the shared lock table, which is full."),
+					 errhint("Increase max_locks_per_transaction and restart the server.")));
 
 		now = tenure_mono_now();
 		if (now >= deadline)

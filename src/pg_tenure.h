@@ -106,7 +106,8 @@ typedef struct TenureLease
 
 	/* the advisory lock, held by the keeper */
 	bool		lock_wanted;	/* backends: the keeper should hold it */
-	bool		lock_failed;	/* keeper: a foreign session holds it */
+	bool		lock_failed;	/* keeper: could not take it ... */
+	bool		lock_no_memory; /* ... because the lock table is full */
 	bool		lock_held;		/* keeper: held, with held_tag */
 	LOCKTAG		held_tag;
 } TenureLease;

@@ -26,8 +26,8 @@
  *   tenure_shared->cv after the LWLock is released.
  *
  * Field ownership: backends write the tenure fields and lock_wanted; only
- * the keeper writes lock_held, held_tag and lock_failed (backends clear
- * lock_failed when they make a new request).
+ * the keeper writes lock_held, held_tag, lock_failed and lock_no_memory
+ * (backends clear lock_failed when they make a new request).
  *
  *-------------------------------------------------------------------------
  */

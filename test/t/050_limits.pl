@@ -121,4 +121,62 @@ is($bare->safe_psql('postgres', "SELECT to_regnamespace('tenure') IS NULL"),
 
 $bare->stop;
 
+#
+# (c) The shared lock table is full: the keeper cannot take a tenure's lock,
+# and acquire says so (53200, hint max_locks_per_transaction) instead of
+# blaming a foreign session.  Everything else keeps working.
+#
+my $small = PostgreSQL::Test::Cluster->new('small_lock_table');
+$small->init;
+$small->append_conf(
+	'postgresql.conf', qq{
+shared_preload_libraries = 'pg_tenure'
+tenure.max_leases = 20000
+max_locks_per_transaction = 10
+max_connections = 10
+max_worker_processes = 2
+max_wal_senders = 0
+autovacuum_max_workers = 1
+});
+$small->start;
+$small->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+$small->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'")
+  or die "keeper did not start";
+$small->safe_psql('postgres',
+	"SELECT tenure.create_lease('m' || i, '10 min', '0') FROM generate_series(1, 2000) i");
+
+# acquire one lease per transaction until one fails
+my ($ret, $stdout, $stderr) = $small->psql(
+	'postgres', q{
+\set VERBOSITY verbose
+DO $$
+BEGIN
+	FOR i IN 1..2000 LOOP
+		PERFORM tenure.acquire('m' || i, 'h');
+		COMMIT;
+	END LOOP;
+END
+$$;
+},
+	on_error_stop => 0);
+# The keeper's lock or the commit's fence lock finds the table full first;
+# either way the error is 53200 and says what to raise.
+like($stderr, qr/ERROR:  53200: out of shared memory/,
+	'a full lock table fails acquire with 53200');
+like($stderr, qr/HINT:  .*max_locks_per_transaction/,
+	'the hint names max_locks_per_transaction');
+unlike($stderr, qr/another session/, 'no foreign session is blamed');
+my $held = $small->safe_psql('postgres',
+	"SELECT count(*) FROM tenure.leases WHERE holder IS NOT NULL");
+cmp_ok($held, '>', 0, "$held tenures fit in the lock table");
+is( $small->safe_psql(
+		'postgres',
+		"SELECT count(*) FROM tenure.leases WHERE holder IS NULL AND transitions > 0"),
+	'0',
+	'the failed acquisition left no tenure behind');
+is($small->safe_psql('postgres', "SELECT tenure.leader_is('m1', 'h')"),
+	't', 'earlier tenures still lead');
+$small->stop;
+
 done_testing();
