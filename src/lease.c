@@ -764,6 +764,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	int64		epoch = 0;
 	int64		deadline;
 	uint64		token = ++tenure_next_token;
+	bool		reserved = false;
 	Datum		args[5];
 
 	tenure_require_loaded();
@@ -782,7 +783,15 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	/* remembered before reserving, so that an abort always gives it back */
 	tenure_txn_remember(TENURE_ACT_ACQUIRE, &key, 0, token);
 
+	/*
+	 * Be on the condition variable's wait list before looking at the lease,
+	 * so that a release between our look and our sleep still wakes us.
+	 * (tenure_wait_for_lock cancels it; the next sleep then only prepares
+	 * again and returns at once, and we look again.)
+	 */
 	deadline = tenure_mono_now() + wait_us;
+	if (wait_us > 0)
+		ConditionVariablePrepareToSleep(&tenure_shared->cv);
 	for (;;)
 	{
 		int			r = tenure_try_reserve(&key, holder, session_bound, token,
@@ -791,9 +800,12 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 		long		sleep_ms;
 
 		if (r == 1)
-			return epoch;
+			break;				/* renewed */
 		if (r == 2 && tenure_wait_for_lock(&key, token, busy))
+		{
+			reserved = true;
 			break;
+		}
 		if (busy->no_memory)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -803,7 +815,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 
 		now = tenure_mono_now();
 		if (now >= deadline)
-			return 0;
+			break;				/* held by someone else */
 
 		/* sleep until woken, the holder's expiry, or the deadline */
 		sleep_ms = (long) ((deadline - now + 999) / 1000);
@@ -811,12 +823,14 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 			sleep_ms = Min(sleep_ms, TENURE_FOREIGN_RETRY_MS);
 		else if (busy->until_mono > now)
 			sleep_ms = Min(sleep_ms, (long) ((busy->until_mono - now + 999) / 1000));
-		ConditionVariablePrepareToSleep(&tenure_shared->cv);
 		(void) ConditionVariableTimedSleep(&tenure_shared->cv, Max(sleep_ms, 1),
 										   TENURE_WAIT_EVENT);
-		ConditionVariableCancelSleep();
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (wait_us > 0)
+		ConditionVariableCancelSleep();
+	if (!reserved)
+		return epoch;			/* the renewed tenure's, or 0 */
 
 	/* reserved, and the keeper holds the lock: issue the epoch */
 	tenure_spi_begin(&spi);
@@ -1011,7 +1025,8 @@ tenure_release(PG_FUNCTION_ARGS)
 	tenure_require_primary("release a lease");
 
 	tenure_spi_begin(&spi);
-	tenure_load_row(name, &row, false);
+	/* locked until commit: a claim racing us re-checks after we are done */
+	tenure_load_row(name, &row, true);
 	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
@@ -1105,6 +1120,43 @@ tenure_current_epoch(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Whether holder holds the lease now: a live tenure, or one this very
+ * transaction is acquiring.  Sets *session_bound.
+ */
+static bool
+tenure_holds(const TenureKey *key, const char *holder, bool *session_bound)
+{
+	TenureLease *lease;
+	bool		holds = false;
+	int64		now = tenure_mono_now();
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
+	if (lease != NULL && strcmp(lease->holder, holder) == 0 &&
+		(tenure_is_live(lease, now) ||
+		 (lease->state == TENURE_PENDING && lease->holder_pid == MyProcPid &&
+		  lease->holder_start == MyStartTimestamp && lease->pending_epoch != 0)))
+	{
+		holds = true;
+		*session_bound = lease->session_bound;
+	}
+	LWLockRelease(tenure_shared->lock);
+	return holds;
+}
+
+/*
+ * Raise TN001 for a claim by someone who does not hold the lease.
+ */
+static void
+tenure_not_holder(const char *name, const char *holder)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TENURE_LEASE_HELD),
+			 errmsg("\"%s\" does not hold lease \"%s\"", holder, name),
+			 errhint("Only the current holder of a lease can claim a new epoch.")));
+}
+
+/*
  * tenure.claim_epoch(lease, holder) returns bigint
  *
  * The current holder starts a new epoch within its tenure.  The new epoch
@@ -1118,11 +1170,8 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	TenureSpi	spi;
 	TenureRow	row;
 	TenureKey	key;
-	TenureLease *lease;
-	bool		holds = false;
 	bool		session_bound = false;
 	int64		epoch;
-	int64		now;
 	Datum		args[4];
 
 	tenure_require_loaded();
@@ -1133,24 +1182,8 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
-	now = tenure_mono_now();
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-	if (lease != NULL && strcmp(lease->holder, holder) == 0 &&
-		(tenure_is_live(lease, now) ||
-		 (lease->state == TENURE_PENDING && lease->holder_pid == MyProcPid &&
-		  lease->holder_start == MyStartTimestamp && lease->pending_epoch != 0)))
-	{
-		holds = true;
-		session_bound = lease->session_bound;
-	}
-	LWLockRelease(tenure_shared->lock);
-
-	if (!holds)
-		ereport(ERROR,
-				(errcode(ERRCODE_TENURE_LEASE_HELD),
-				 errmsg("\"%s\" does not hold lease \"%s\"", holder, name),
-				 errhint("Only the current holder of a lease can claim a new epoch.")));
+	if (!tenure_holds(&key, holder, &session_bound))
+		tenure_not_holder(name, holder);
 
 	args[0] = CStringGetTextDatum(name);
 	args[1] = Int64GetDatum((int64) GetWALInsertionTimeLine() << 32);
@@ -1162,6 +1195,13 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("lease \"%s\" does not exist", name)));
 	epoch = tenure_spi_int8(1, NULL);
+
+	/*
+	 * We waited for the row if another transaction changed the lease: a
+	 * release or a new tenure committed meanwhile is published by now.
+	 */
+	if (!tenure_holds(&key, holder, &session_bound))
+		tenure_not_holder(name, holder);
 
 	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
 					" end_reason = 'claimed'"
