@@ -80,7 +80,9 @@ SELECT n, call, pg_temp.err('SELECT ' || call) AS outcome
 	(19, $$tenure.drop_lease(NULL)$$),
 	(20, $$tenure.drop_lease('')$$),
 	(21, $$tenure.drop_lease(repeat('n', 64))$$),
-	(22, $$tenure.drop_lease('ddl_nope')$$)
+	(22, $$tenure.drop_lease('ddl_nope')$$),
+	(23, $$tenure.create_lease('ddl,comma')$$),
+	(24, $$tenure.create_lease('ddl=equals')$$)
   ) AS t(n, call)
  ORDER BY n;
 SELECT count(*) = :leases_before AS leases_unchanged FROM tenure.lease;
