@@ -27,12 +27,15 @@
 /* GUC check hooks allocate "extra" with malloc before 16, guc_malloc since. */
 #if PG_VERSION_NUM >= 160000
 #define tenure_guc_malloc(size) guc_malloc(LOG, (size))
+#define tenure_guc_free(ptr) guc_free(ptr)
 #else
 #define tenure_guc_malloc(size) malloc(size)
+#define tenure_guc_free(ptr) free(ptr)
 #endif
 
 /* Ownership checks became object_ownercheck() in 16. */
 #if PG_VERSION_NUM >= 160000
+#include "catalog/pg_class.h"
 #define tenure_class_ownercheck(relid, roleid) \
 	object_ownercheck(RelationRelationId, (relid), (roleid))
 #else

@@ -137,7 +137,7 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 		{
 			GUC_check_errmsg("invalid value for tenure.tokens: \"%s\"", *newval);
 			GUC_check_errdetail("Each token must have the form lease=epoch, tokens separated by commas.");
-			free(tokens);
+			tenure_guc_free(tokens);
 			return false;
 		}
 		/* trim the name */
@@ -154,7 +154,7 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 				GUC_check_errmsg("invalid lease name in tenure.tokens: \"%s\"", *newval);
 				GUC_check_errdetail("A lease name is 1 to %d bytes long and contains neither \",\" nor \"=\".",
 									TENURE_NAME_MAX);
-				free(tokens);
+				tenure_guc_free(tokens);
 				return false;
 			}
 			for (i = 0; i < tokens->count; i++)
@@ -164,7 +164,7 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 			if (i < tokens->count)
 			{
 				GUC_check_errmsg("lease \"%.*s\" appears twice in tenure.tokens", (int) (ne - ns), ns);
-				free(tokens);
+				tenure_guc_free(tokens);
 				return false;
 			}
 			memcpy(tokens->items[tokens->count].lease, ns, ne - ns);
@@ -179,7 +179,7 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 		{
 			GUC_check_errmsg("invalid epoch in tenure.tokens: \"%s\"", *newval);
 			GUC_check_errdetail("An epoch is a positive bigint, as returned by tenure.acquire().");
-			free(tokens);
+			tenure_guc_free(tokens);
 			return false;
 		}
 		tokens->items[tokens->count].epoch = epoch;
