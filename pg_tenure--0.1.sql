@@ -229,3 +229,16 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.unfence_table(regclass) IS
 	'Remove a table''s fence (table owner only)';
+
+CREATE FUNCTION tenure._fence_ddl()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'tenure_fence_ddl'
+LANGUAGE C;
+COMMENT ON FUNCTION tenure._fence_ddl() IS
+	'Event trigger: forgets fenced tables that are dropped, fences new partitions and children of fenced tables';
+
+CREATE EVENT TRIGGER tenure_fence_drop ON sql_drop
+	EXECUTE FUNCTION tenure._fence_ddl();
+CREATE EVENT TRIGGER tenure_fence_children ON ddl_command_end
+	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE')
+	EXECUTE FUNCTION tenure._fence_ddl();

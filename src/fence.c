@@ -7,8 +7,10 @@
  *
  * Tokens.  A transaction presents "lease=epoch" pairs through the setting
  * tenure.tokens (SET LOCAL works through transaction poolers) or
- * tenure.present().  A backend holding a session-bound tenure presents that
- * tenure's epoch without saying so; nothing else is presented implicitly.
+ * tenure.present().  A backend holding a session-bound tenure presents,
+ * without saying so, the epoch its own session was given (by its acquire
+ * or its own latest claim): a claim made elsewhere fences that session off
+ * like any other.  Nothing else is presented implicitly.
  *
  * The check.  A fenced write passes iff the lease has a live tenure whose
  * epoch equals the presented token.  The fence trigger checks at once and
@@ -28,6 +30,9 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
+#include "commands/event_trigger.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -48,6 +53,7 @@ PG_FUNCTION_INFO_V1(tenure_fence_trigger);
 PG_FUNCTION_INFO_V1(tenure_present);
 PG_FUNCTION_INFO_V1(tenure_fence_table);
 PG_FUNCTION_INFO_V1(tenure_unfence_table);
+PG_FUNCTION_INFO_V1(tenure_fence_ddl);
 
 /* Parsed value of tenure.tokens, kept as the setting's "extra". */
 typedef struct TenureTokens
@@ -123,8 +129,8 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 
 		while (*p == ' ' || *p == '\t')
 			p++;
-		if (*p == '\0' && tokens->count == 0)
-			break;
+		if (*p == '\0')
+			break;				/* empty value, or blanks after a last comma */
 		start = p;
 		while (*p && *p != ',')
 			p++;
@@ -201,7 +207,8 @@ tenure_tokens_assign(const char *newval, void *extra)
 
 /*
  * The token this transaction presents for a lease: from tenure.tokens, or
- * the epoch of a session-bound tenure this backend holds.  0 if none.
+ * the epoch this backend's session-bound tenure of the lease was given.
+ * 0 if none.
  * Caller holds the LWLock; lease may be NULL.
  */
 static int64
@@ -217,7 +224,7 @@ tenure_presented(const char *name, const TenureLease *lease)
 	if (lease != NULL && lease->state == TENURE_HELD && lease->session_bound &&
 		lease->holder_pid == MyProcPid &&
 		lease->holder_start == MyStartTimestamp)
-		return lease->epoch;
+		return lease->session_epoch;
 	return 0;
 }
 
@@ -473,39 +480,103 @@ tenure_present(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * Record in tenure.fenced that lease "name" fences table relid.
- */
-static void
-tenure_fenced_record(Oid relid, const char *name)
-{
-	TenureSpi	spi;
-	Datum		args[2];
+/* set while pg_tenure itself runs DDL, which fires event triggers */
+static bool tenure_fence_ddl_running = false;
 
-	tenure_spi_begin(&spi);
+/*
+ * The lease that fences table relid, or NULL.  Inside an SPI session.
+ */
+static char *
+tenure_fenced_by(Oid relid)
+{
+	Datum		args[1];
+
 	args[0] = ObjectIdGetDatum(relid);
-	args[1] = CStringGetTextDatum(name);
-	tenure_spi_exec("INSERT INTO tenure.fenced (tbl, lease) VALUES ($1::pg_catalog.regclass, $2)",
-					"ot", args, NULL, SPI_OK_INSERT);
-	tenure_spi_end(&spi);
+	tenure_spi_exec("SELECT lease FROM tenure.fenced"
+					" WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+					"o", args, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
 
 /*
- * Forget that table relid is fenced; false if it was not.
+ * Run one utility statement as the current user.
  */
-static bool
-tenure_fenced_forget(Oid relid)
+static void
+tenure_fence_utility(const char *sql)
+{
+	bool		save = tenure_fence_ddl_running;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	tenure_fence_ddl_running = true;
+	PG_TRY();
+	{
+		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "SPI_execute failed: %s", sql);
+	}
+	PG_FINALLY();
+	{
+		tenure_fence_ddl_running = save;
+	}
+	PG_END_TRY();
+	SPI_finish();
+}
+
+/*
+ * Fence one table: record it, then create its trigger, enabled ALWAYS, as
+ * the current user (who must be allowed to create triggers on it).
+ */
+static void
+tenure_fence_one(Oid relid, const char *lease)
 {
 	TenureSpi	spi;
-	Datum		args[1];
-	uint64		n;
+	Datum		args[2];
+	char	   *qualified;
+	StringInfoData sql;
 
 	tenure_spi_begin(&spi);
 	args[0] = ObjectIdGetDatum(relid);
-	n = tenure_spi_exec("DELETE FROM tenure.fenced WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-						"o", args, NULL, SPI_OK_DELETE);
+	args[1] = CStringGetTextDatum(lease);
+	tenure_spi_exec("INSERT INTO tenure.fenced (tbl, lease) VALUES ($1::pg_catalog.regclass, $2)",
+					"ot", args, NULL, SPI_OK_INSERT);
 	tenure_spi_end(&spi);
-	return n > 0;
+
+	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+										   get_rel_name(relid));
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
+					 " FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger(%s)",
+					 qualified, quote_literal_cstr(lease));
+	tenure_fence_utility(sql.data);
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "ALTER TABLE %s ENABLE ALWAYS TRIGGER tenure_fence", qualified);
+	tenure_fence_utility(sql.data);
+}
+
+/*
+ * Unfence one table: forget it and drop its trigger.
+ */
+static void
+tenure_unfence_one(Oid relid)
+{
+	TenureSpi	spi;
+	Datum		args[1];
+	StringInfoData sql;
+
+	tenure_spi_begin(&spi);
+	args[0] = ObjectIdGetDatum(relid);
+	tenure_spi_exec("DELETE FROM tenure.fenced WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+					"o", args, NULL, SPI_OK_DELETE);
+	tenure_spi_end(&spi);
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DROP TRIGGER IF EXISTS tenure_fence ON %s",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+												get_rel_name(relid)));
+	tenure_fence_utility(sql.data);
 }
 
 /*
@@ -522,89 +593,16 @@ tenure_check_table_owner(Oid relid)
 }
 
 /*
- * tenure.fence_table(tbl, lease)
+ * Common checks of fence_table and unfence_table; returns the table and
+ * its partitions or inheritance children, locked against concurrent DDL.
  */
-Datum
-tenure_fence_table(PG_FUNCTION_ARGS)
+static List *
+tenure_fence_targets(FunctionCallInfo fcinfo, const char *action)
 {
 	Oid			relid;
-	char	   *name;
-	char	   *qualified;
-	StringInfoData sql;
-	Datum		args[2];
-	Oid			types[2] = {OIDOID, TEXTOID};
 	char		relkind;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", PG_ARGISNULL(0) ? "table" : "lease name")));
-	relid = PG_GETARG_OID(0);
-	name = text_to_cstring(PG_GETARG_TEXT_PP(1));
-
-	tenure_require_loaded();
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot fence a table during recovery")));
-	relkind = get_rel_relkind(relid);
-	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table", get_rel_name(relid))));
-	tenure_check_table_owner(relid);
-	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-										   get_rel_name(relid));
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = CStringGetTextDatum(name);
-	if (SPI_execute_with_args("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $2::pg_catalog.text",
-							  2, types, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed");
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("lease \"%s\" does not exist", name),
-				 errhint("Create it with tenure.create_lease().")));
-	if (SPI_execute_with_args("SELECT lease FROM tenure.fenced WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-							  2, types, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed");
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("table %s is already fenced by lease \"%s\"", qualified,
-						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
-				 errhint("Unfence it first with tenure.unfence_table().")));
-
-	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "CREATE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
-					 " FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger(%s)",
-					 qualified, quote_literal_cstr(name));
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "SPI_execute failed: %s", sql.data);
-	resetStringInfo(&sql);
-	appendStringInfo(&sql, "ALTER TABLE %s ENABLE ALWAYS TRIGGER tenure_fence", qualified);
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "SPI_execute failed: %s", sql.data);
-	SPI_finish();
-
-	tenure_fenced_record(relid, name);
-	PG_RETURN_VOID();
-}
-
-/*
- * tenure.unfence_table(tbl)
- */
-Datum
-tenure_unfence_table(PG_FUNCTION_ARGS)
-{
-	Oid			relid;
-	char	   *qualified;
-	StringInfoData sql;
+	List	   *rels;
+	ListCell   *lc;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -616,26 +614,172 @@ tenure_unfence_table(PG_FUNCTION_ARGS)
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot unfence a table during recovery")));
-	if (get_rel_name(relid) == NULL)
+				 errmsg("cannot %s a table during recovery", action)));
+	relkind = get_rel_relkind(relid);
+	if (relkind == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
-	tenure_check_table_owner(relid);
-	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-										   get_rel_name(relid));
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", get_rel_name(relid))));
 
-	if (!tenure_fenced_forget(relid))
+	rels = find_all_inheritors(relid, ShareRowExclusiveLock, NULL);
+	foreach(lc, rels)
+		tenure_check_table_owner(lfirst_oid(lc));
+	return rels;
+}
+
+/*
+ * tenure.fence_table(tbl, lease)
+ *
+ * Fences the table and, since statement triggers fire only for the table
+ * a statement names, each of its partitions or inheritance children.
+ * Children created or attached later are fenced by tenure._fence_ddl().
+ */
+Datum
+tenure_fence_table(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	List	   *rels;
+	ListCell   *lc;
+	TenureSpi	spi;
+	Datum		args[1];
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lease name must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	rels = tenure_fence_targets(fcinfo, "fence");
+
+	tenure_spi_begin(&spi);
+	args[0] = CStringGetTextDatum(name);
+	tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+					"t", args, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table %s is not fenced", qualified)));
+				 errmsg("lease \"%s\" does not exist", name),
+				 errhint("Create it with tenure.create_lease().")));
+	foreach(lc, rels)
+	{
+		char	   *by = tenure_fenced_by(lfirst_oid(lc));
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "DROP TRIGGER tenure_fence ON %s", qualified);
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "SPI_execute failed: %s", sql.data);
-	SPI_finish();
+		if (by != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("table %s is already fenced by lease \"%s\"",
+							get_rel_name(lfirst_oid(lc)), by),
+					 errhint("Unfence it first with tenure.unfence_table().")));
+	}
+	tenure_spi_end(&spi);
+
+	foreach(lc, rels)
+		tenure_fence_one(lfirst_oid(lc), name);
 	PG_RETURN_VOID();
+}
+
+/*
+ * tenure.unfence_table(tbl)
+ *
+ * Removes the fence of the table and of its partitions or children.
+ */
+Datum
+tenure_unfence_table(PG_FUNCTION_ARGS)
+{
+	List	   *rels = tenure_fence_targets(fcinfo, "unfence");
+	ListCell   *lc;
+	TenureSpi	spi;
+	bool		fenced;
+
+	tenure_spi_begin(&spi);
+	fenced = tenure_fenced_by(linitial_oid(rels)) != NULL;
+	tenure_spi_end(&spi);
+	if (!fenced)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table %s is not fenced", get_rel_name(linitial_oid(rels)))));
+
+	foreach(lc, rels)
+		tenure_unfence_one(lfirst_oid(lc));
+	PG_RETURN_VOID();
+}
+
+/*
+ * Event trigger tenure._fence_ddl(), on sql_drop and on ddl_command_end of
+ * CREATE TABLE and ALTER TABLE: forget dropped tables, and fence new
+ * partitions and inheritance children of fenced tables with their
+ * parent's lease.
+ */
+Datum
+tenure_fence_ddl(PG_FUNCTION_ARGS)
+{
+	EventTriggerData *trigdata = (EventTriggerData *) fcinfo->context;
+	Oid			nsp;
+	TenureSpi	spi;
+	int			depth;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tenure._fence_ddl() must be called as an event trigger")));
+
+	/* our own DDL, or the extension going away */
+	nsp = get_namespace_oid("tenure", true);
+	if (tenure_fence_ddl_running || !OidIsValid(nsp) ||
+		!OidIsValid(get_relname_relid("fenced", nsp)))
+		PG_RETURN_NULL();
+
+	if (strcmp(trigdata->event, "sql_drop") == 0)
+	{
+		tenure_spi_begin(&spi);
+		tenure_spi_exec("DELETE FROM tenure.fenced f"
+						" USING pg_catalog.pg_event_trigger_dropped_objects() d"
+						" WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+						" AND d.objsubid OPERATOR(pg_catalog.=) 0"
+						" AND d.objid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid",
+						"", NULL, NULL, SPI_OK_DELETE);
+		tenure_spi_end(&spi);
+		PG_RETURN_NULL();
+	}
+
+	/* children of children: one level per round */
+	for (depth = 0; depth < 64; depth++)
+	{
+		List	   *children = NIL;
+		List	   *leases = NIL;
+		ListCell   *lc1;
+		ListCell   *lc2;
+		uint64		i;
+
+		tenure_spi_begin(&spi);
+		tenure_spi_exec("SELECT i.inhrelid, f.lease FROM tenure.fenced f"
+						" JOIN pg_catalog.pg_inherits i"
+						"  ON i.inhparent OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
+						" WHERE NOT EXISTS (SELECT FROM tenure.fenced g"
+						"  WHERE g.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) i.inhrelid)",
+						"", NULL, NULL, SPI_OK_SELECT);
+		for (i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			MemoryContext old = MemoryContextSwitchTo(CurTransactionContext);
+
+			children = lappend_oid(children,
+								   DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																  SPI_tuptable->tupdesc, 1,
+																  &isnull)));
+			leases = lappend(leases, pstrdup(SPI_getvalue(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 2)));
+			MemoryContextSwitchTo(old);
+		}
+		tenure_spi_end(&spi);
+
+		if (children == NIL)
+			break;
+		forboth(lc1, children, lc2, leases)
+			tenure_fence_one(lfirst_oid(lc1), lfirst(lc2));
+	}
+	PG_RETURN_NULL();
 }

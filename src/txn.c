@@ -124,6 +124,7 @@ tenure_txn_publish(TenureAction *act, int64 now)
 			{
 				lease->state = TENURE_HELD;
 				lease->epoch = Max(lease->epoch, lease->pending_epoch);
+				lease->session_epoch = lease->session_bound ? lease->pending_epoch : 0;
 				lease->pending_epoch = 0;
 				lease->ended_reason = TENURE_END_NONE;
 				lease->transitions++;
@@ -131,6 +132,11 @@ tenure_txn_publish(TenureAction *act, int64 now)
 			break;
 		case TENURE_ACT_CLAIM:
 			lease->epoch = Max(lease->epoch, act->epoch);
+			/* a claim by the holder's own session moves its implicit token */
+			if (lease->state == TENURE_HELD && lease->session_bound &&
+				lease->holder_pid == MyProcPid &&
+				lease->holder_start == MyStartTimestamp)
+				lease->session_epoch = act->epoch;
 			lease->transitions++;
 			break;
 		case TENURE_ACT_RELEASE:
