@@ -26,3 +26,6 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso
+
+# every object sees the shared structs
+$(OBJS): src/pg_tenure.h src/compat.h
