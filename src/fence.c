@@ -480,6 +480,16 @@ tenure_present(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * A table's schema-qualified, quoted name, for messages and DDL.
+ */
+static char *
+tenure_rel_qualified(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
 /* set while pg_tenure itself runs DDL, which fires event triggers */
 static bool tenure_fence_ddl_running = false;
 
@@ -543,8 +553,7 @@ tenure_fence_one(Oid relid, const char *lease)
 					"ot", args, NULL, SPI_OK_INSERT);
 	tenure_spi_end(&spi);
 
-	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-										   get_rel_name(relid));
+	qualified = tenure_rel_qualified(relid);
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
@@ -574,8 +583,7 @@ tenure_unfence_one(Oid relid)
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "DROP TRIGGER IF EXISTS tenure_fence ON %s",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-												get_rel_name(relid)));
+					 tenure_rel_qualified(relid));
 	tenure_fence_utility(sql.data);
 }
 
@@ -671,7 +679,7 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("table %s is already fenced by lease \"%s\"",
-							get_rel_name(lfirst_oid(lc)), by),
+							tenure_rel_qualified(lfirst_oid(lc)), by),
 					 errhint("Unfence it first with tenure.unfence_table().")));
 	}
 	tenure_spi_end(&spi);
@@ -700,7 +708,7 @@ tenure_unfence_table(PG_FUNCTION_ARGS)
 	if (!fenced)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table %s is not fenced", get_rel_name(linitial_oid(rels)))));
+				 errmsg("table %s is not fenced", tenure_rel_qualified(linitial_oid(rels)))));
 
 	foreach(lc, rels)
 		tenure_unfence_one(lfirst_oid(lc));
