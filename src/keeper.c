@@ -90,6 +90,24 @@ tenure_keeper_exit(int code, Datum arg)
 }
 
 /*
+ * Whether the shared lock table is full: a lock on a tag nobody else ever
+ * uses cannot be had either.  Distinguishes a full table from a foreign
+ * holder after a conditional lock failed.
+ */
+static bool
+tenure_keeper_table_full(void)
+{
+	LOCKTAG		probe;
+
+	SET_LOCKTAG_ADVISORY(probe, InvalidOid, 0, (uint32) MyProcPid,
+						 TENURE_PROBE_LOCK_FIELD4);
+	if (tenure_lock_try(&probe, ExclusiveLock, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&probe, ExclusiveLock, true);
+	return false;
+}
+
+/*
  * One pass over the lease table: end expired tenures, release locks nobody
  * wants, take wanted ones, forget dropped leases.  Returns how long the
  * keeper may sleep, in milliseconds.
@@ -151,11 +169,7 @@ tenure_keeper_pass(void)
 			}
 			else
 			{
-				int			nconflicts = 0;
-
-				/* nobody in the way: the shared lock table is full */
-				(void) GetLockConflicts(&tag, ExclusiveLock, &nconflicts);
-				lease->lock_no_memory = (nconflicts == 0);
+				lease->lock_no_memory = tenure_keeper_table_full();
 				lease->lock_failed = true;
 				lease->lock_wanted = false;
 			}

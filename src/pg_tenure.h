@@ -32,6 +32,7 @@
  */
 #define TENURE_LEASE_LOCK_FIELD4	0x7E41
 #define TENURE_FENCE_LOCK_FIELD4	0x7E42
+#define TENURE_PROBE_LOCK_FIELD4	0x7E43	/* the keeper's lock table probe */
 
 /* SQLSTATEs of pg_tenure's own conditions. */
 #define ERRCODE_TENURE_LEASE_HELD	MAKE_SQLSTATE('T','N','0','0','1')
