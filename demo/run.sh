@@ -195,11 +195,12 @@ done
 tenure_now() { q "SELECT holder || ' ' || epoch FROM tenure.leases WHERE lease = 'nightly-job' AND holder IS NOT NULL"; }
 # leads_since EPOCH: someone leads at a newer epoch and has run the job twice
 leads_since() {
-	local t
-	t=$(tenure_now) && [ -n "$t" ] && set -- "$1" $t &&
-		[ "$3" -gt "$1" ] && log_has "$2" "became leader epoch=$3" &&
-		[ "$(q "SELECT count(*) FROM job_runs WHERE epoch = $3")" -ge 2 ] &&
-		leader=$2 leader_epoch=$3
+	local t holder epoch
+	t=$(tenure_now) && [ -n "$t" ] || return 1
+	read -r holder epoch <<<"$t"
+	[ "$epoch" -gt "$1" ] && log_has "$holder" "became leader epoch=$epoch" &&
+		[ "$(q "SELECT count(*) FROM job_runs WHERE epoch = $epoch")" -ge 2 ] &&
+		leader=$holder leader_epoch=$epoch
 }
 
 # Kill the leader twice; each time a waiting follower takes over.
@@ -208,7 +209,7 @@ wait_for 20 "a leader" leads_since 0
 say "   $leader leads at epoch $leader_epoch"
 failovers=()
 moves=()
-for round in 1 2; do
+for _ in 1 2; do
 	old=$leader old_epoch=$leader_epoch
 	mark "SIGKILL $old (pid ${job_pid[$old]}), the leader, after $(q "SELECT count(*) FROM job_runs WHERE epoch = $old_epoch") job runs"
 	disown "${job_pid[$old]}"	# no "Killed" notice from bash
@@ -234,14 +235,14 @@ say "== 2. singleton writer: lease \"orders-writer\" (ttl 10 s, hold-off 0) fenc
 "$writer_bin" --holder writer-a --pool 3 --interval-ms 100 \
 	--pause-at-row 4 --pause-before-commit-ms 30000 "$conn" >"$work/logs/writer-a.log" 2>&1 &
 a_pid=$!
-pids+=($a_pid)
+pids+=("$a_pid")
 mark "writer-a started (pid $a_pid): 3 rows, then it freezes before the COMMIT of row 4"
 wait_for 10 "writer-a to pause" log_has writer-a "paused before COMMIT"
 a_epoch=$(q "SELECT epoch FROM tenure.leases WHERE lease = 'orders-writer' AND holder = 'writer-a'")
 [ -n "$a_epoch" ] || fail "writer-a does not hold orders-writer"
 
 mark "writer-b tries to start while writer-a holds the lease"
-b_refused=0
+b_refused=0 a_status='' b_status='' rc=''
 "$writer_bin" --holder writer-b "$conn" >"$work/logs/writer-b-refused.log" 2>&1 || b_refused=$?
 say "   writer-b exited with status $b_refused: $(cut -d' ' -f3- "$work/logs/writer-b-refused.log")"
 
@@ -254,7 +255,7 @@ wait_for 10 "writer-a's tenure to end" writer_lease_free
 
 "$writer_bin" --holder writer-b --pool 3 --interval-ms 100 "$conn" >"$work/logs/writer-b.log" 2>&1 &
 b_pid=$!
-pids+=($b_pid)
+pids+=("$b_pid")
 mark "writer-b started again (pid $b_pid)"
 rows_of() { [ "$(grep -c "wrote row" "$work/logs/$1.log")" -ge "$2" ]; }
 wait_for 10 "writer-b to write 3 rows" rows_of writer-b 3
