@@ -251,7 +251,11 @@ demote(const char *why)
 static void
 report(const char *what, const PGresult *res)
 {
-	if (PQstatus(conn) == CONNECTION_BAD)
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+
+	/* after a FATAL error the server closes the session */
+	if (PQstatus(conn) == CONNECTION_BAD ||
+		(severity != NULL && strcmp(severity, "FATAL") == 0))
 	{
 		char		why[600];
 
@@ -357,6 +361,32 @@ campaign(void)
 }
 
 /*
+ * One statement of the built-in job; copies the first value into out if
+ * given.  On failure ends the transaction and returns false: a TN002
+ * (fenced) means that a newer leader exists, so we demote.
+ */
+static bool
+job_step(const char *sql, int nparams, const char *const *params,
+		 char *out, size_t outlen)
+{
+	PGresult   *res = run(sql, nparams, params);
+	bool		ok = !failed(res);
+
+	if (ok && out != NULL)
+		snprintf(out, outlen, "%s", PQgetvalue(res, 0, 0));
+	else if (!ok && strcmp(sqlstate(res), "TN002") == 0)
+	{
+		say("job run fenced: %s", message(res));
+		rollback();
+		demote("fenced");
+	}
+	else if (!ok)
+		report("job run", res);
+	PQclear(res);
+	return ok;
+}
+
+/*
  * The built-in job: one transaction that presents our epoch, works job_ms
  * and records the run.  Returns false if it did not commit.
  */
@@ -364,77 +394,39 @@ static bool
 run_builtin_job(void)
 {
 	char		token[200];
-	char	   *literal;
-	char	   *table;
-	char		sql[300];
+	char	   *literal = NULL;
+	char	   *table = NULL;
+	char		set_tokens[300];
+	char		insert[300];
 	char		epoch_text[24];
 	char		work[24];
 	char		started[64];
 	const char *work_params[1] = {work};
 	const char *insert_params[3] = {holder, epoch_text, started};
-	PGresult   *res;
-	int			step;
+	bool		ok = false;
 
 	snprintf(token, sizeof(token), "%s=%lld", lease, epoch);
 	snprintf(epoch_text, sizeof(epoch_text), "%lld", epoch);
 	snprintf(work, sizeof(work), "%.3f", job_ms / 1000.0);
 	literal = PQescapeLiteral(conn, token, strlen(token));
 	table = PQescapeIdentifier(conn, job_table, strlen(job_table));
-	if (literal == NULL || table == NULL)
+	if (literal != NULL && table != NULL)
 	{
-		PQfreemem(literal);
-		PQfreemem(table);
-		return false;
-	}
+		snprintf(set_tokens, sizeof(set_tokens), "SET LOCAL tenure.tokens = %s", literal);
+		snprintf(insert, sizeof(insert),
+				 "INSERT INTO %s (holder, epoch, started, finished)"
+				 " VALUES ($1, $2, $3, clock_timestamp())", table);
 
-	for (step = 0; step < 6; step++)
-	{
-		switch (step)
-		{
-			case 0:
-				res = run("BEGIN", 0, NULL);
-				break;
-			case 1:
-				snprintf(sql, sizeof(sql), "SET LOCAL tenure.tokens = %s", literal);
-				res = run(sql, 0, NULL);
-				break;
-			case 2:
-				res = run("SELECT clock_timestamp()", 0, NULL);
-				if (!failed(res))
-					snprintf(started, sizeof(started), "%s", PQgetvalue(res, 0, 0));
-				break;
-			case 3:				/* the job's work */
-				res = run("SELECT pg_sleep($1)", 1, work_params);
-				break;
-			case 4:
-				snprintf(sql, sizeof(sql),
-						 "INSERT INTO %s (holder, epoch, started, finished)"
-						 " VALUES ($1, $2, $3, clock_timestamp())", table);
-				res = run(sql, 3, insert_params);
-				break;
-			default:
-				res = run("COMMIT", 0, NULL);
-				break;
-		}
-		if (failed(res))
-		{
-			if (strcmp(sqlstate(res), "TN002") == 0)
-			{
-				/* our epoch is not current: a newer leader exists */
-				say("job run fenced: %s", message(res));
-				rollback();
-				demote("fenced");
-			}
-			else
-				report("job run", res);
-			PQclear(res);
-			break;
-		}
-		PQclear(res);
+		ok = job_step("BEGIN", 0, NULL, NULL, 0) &&
+			job_step(set_tokens, 0, NULL, NULL, 0) &&
+			job_step("SELECT clock_timestamp()", 0, NULL, started, sizeof(started)) &&
+			job_step("SELECT pg_sleep($1)", 1, work_params, NULL, 0) &&	/* the work */
+			job_step(insert, 3, insert_params, NULL, 0) &&
+			job_step("COMMIT", 0, NULL, NULL, 0);
 	}
 	PQfreemem(literal);
 	PQfreemem(table);
-	return step == 6;
+	return ok;
 }
 
 /* The --command job: run it with /bin/sh, our tenure in its environment. */

@@ -111,15 +111,18 @@ mono_ms(void)
 	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Sleep ms milliseconds; SIGTERM, SIGINT and SIGUSR1 cut it short. */
+/*
+ * Sleep ms milliseconds; SIGTERM and SIGINT cut it short, and so does
+ * SIGUSR1 if resumable.
+ */
 static void
-nap(int64_t ms)
+nap(int64_t ms, bool resumable)
 {
 	int64_t		until = mono_ms() + ms;
 	int64_t		left;
 
-	resume_requested = 0;
-	while (!stop_requested && !resume_requested && (left = until - mono_ms()) > 0)
+	while (!stop_requested && !(resumable && resume_requested) &&
+		   (left = until - mono_ms()) > 0)
 	{
 		struct timespec ts = {left / 1000, (left % 1000) * 1000000};
 
@@ -249,8 +252,9 @@ write_row(PGconn *conn, const char *token_literal, const char *insert_sql,
 
 	if (pause_ms > 0 && (pause_at_row == 0 || pause_at_row == seq))
 	{
+		resume_requested = 0;	/* before we say so: SIGUSR1 may follow at once */
 		say("paused before COMMIT of row seq=%lld for up to %d ms", seq, pause_ms);
-		nap(pause_ms);
+		nap(pause_ms, true);
 		if (stop_requested)
 		{
 			PQclear(must(conn, "ROLLBACK", 0, NULL));
@@ -427,7 +431,7 @@ main(int argc, char **argv)
 		say("wrote row seq=%lld epoch=%lld conn=%lld", seq, epoch,
 			(seq - 1) % pool_size + 1);
 		if (rows == 0 || seq < rows)
-			nap(interval_ms);
+			nap(interval_ms, false);
 	}
 
 	/* done: release, so that the next writer needs no hold-off */

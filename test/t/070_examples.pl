@@ -51,12 +51,24 @@ SELECT tenure.fence_table('orders', 'orders-writer');
 my $connstr = $node->connstr('postgres');
 
 # Start an example in the background, its output in the test's log directory.
+my @clients;
+
 sub start_client
 {
 	my ($name, @cmd) = @_;
-
-	return IPC::Run::start(\@cmd, '<', \undef, '>', "$logdir/070_$name.log",
+	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', "$logdir/070_$name.log",
 		'2>&1', IPC::Run::timeout($timeout));
+
+	push @clients, $h;
+	return $h;
+}
+
+# If the test dies half-way, do not leave clients behind.
+END
+{
+	local $?;    # keep the test's exit status
+
+	eval { $_->kill_kill(grace => 1) } for @clients;
 }
 
 sub client_log
