@@ -1,0 +1,280 @@
+# The example clients of examples/ against a real server with pg_tenure
+# preloaded:
+#
+# - three singleton_job workers: one leads; when its process is killed
+#   (SIGKILL) another takes over at a newer epoch; a leader whose backend is
+#   terminated demotes itself and reconnects instead of exiting; job runs of
+#   different leaders never overlap in time.
+# - singleton_writer: a second writer refuses to start (exit 3, the message
+#   names the holder); a writer frozen before COMMIT whose tenure ended is
+#   fenced at COMMIT (exit 4) while the new writer's rows land.
+#
+# The binaries are built with "make -C examples" (a no-op when up to date).
+
+use strict;
+use warnings;
+
+use FindBin;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $examples = "$FindBin::Bin/../../examples";
+my @make = ('make', '-s', '-C', $examples);
+push @make, "PG_CONFIG=$ENV{PG_CONFIG}" if $ENV{PG_CONFIG};
+system(@make) == 0 or BAIL_OUT("could not build the examples: @make");
+my $job_bin = "$examples/singleton_job";
+my $writer_bin = "$examples/singleton_writer";
+
+my $timeout = $PostgreSQL::Test::Utils::timeout_default;
+my $logdir = $PostgreSQL::Test::Utils::log_path;
+
+my $node = PostgreSQL::Test::Cluster->new('examples');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_tenure'
+track_commit_timestamp = on
+});
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION pg_tenure;
+SELECT tenure.create_lease('nightly-job', ttl => '2 s', holdoff => '0');
+CREATE TABLE job_runs (id bigserial PRIMARY KEY, holder text NOT NULL, epoch bigint NOT NULL,
+                       started timestamptz NOT NULL, finished timestamptz NOT NULL);
+SELECT tenure.fence_table('job_runs', 'nightly-job');
+SELECT tenure.create_lease('orders-writer', ttl => '10 s', holdoff => '0');
+CREATE TABLE orders (writer text NOT NULL, epoch bigint NOT NULL, seq bigint NOT NULL);
+SELECT tenure.fence_table('orders', 'orders-writer');
+});
+my $connstr = $node->connstr('postgres');
+
+# Start an example in the background, its output in the test's log directory.
+my @clients;
+
+sub start_client
+{
+	my ($name, @cmd) = @_;
+	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', "$logdir/070_$name.log",
+		'2>&1', IPC::Run::timeout($timeout));
+
+	push @clients, $h;
+	return $h;
+}
+
+# If the test dies half-way, do not leave clients behind.
+END
+{
+	local $?;    # keep the test's exit status
+
+	eval { $_->kill_kill(grace => 1) } for @clients;
+}
+
+sub client_log
+{
+	my ($name) = @_;
+
+	return slurp_file("$logdir/070_$name.log");
+}
+
+# Poll a Perl condition every 50 ms, failing the test after the timeout.
+sub wait_until
+{
+	my ($what, $cond) = @_;
+	my $deadline = time() + $timeout;
+
+	until ($cond->())
+	{
+		if (time() > $deadline)
+		{
+			fail("timed out waiting for $what");
+			return 0;
+		}
+		usleep(50_000);
+	}
+	return 1;
+}
+
+# The live tenure of a lease: (holder, epoch), or () if none.
+sub tenure_of
+{
+	my ($lease) = @_;
+	my $r = $node->safe_psql('postgres',
+		"SELECT holder || '|' || epoch FROM tenure.leases WHERE lease = '$lease' AND holder IS NOT NULL");
+
+	return $r eq '' ? () : split(/\|/, $r);
+}
+
+#
+# Singleton job
+#
+my %job;
+$job{"job-$_"} = start_client("job-$_", $job_bin, '--holder', "job-$_",
+	'--job-ms', '50', $connstr)
+  for (1 .. 3);
+
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) >= 2 FROM job_runs j JOIN tenure.leases l
+		  ON l.lease = 'nightly-job' AND l.holder = j.holder AND l.epoch = j.epoch"),
+	'a worker leads and runs the job');
+my ($first, $first_epoch) = tenure_of('nightly-job');
+like(client_log($first), qr/ became leader epoch=$first_epoch\n/,
+	"the leader $first logs that it became leader");
+is(scalar(grep { client_log($_) =~ /became leader/ } keys %job),
+	1, 'only one worker became leader');
+
+# Kill the leader's process: its backend exits, its session-bound tenure
+# ends and a follower waiting in acquire() takes over.
+$job{$first}->signal('KILL');
+$job{$first}->finish;
+is($job{$first}->full_result & 127, 9, "$first was killed with SIGKILL");
+delete $job{$first};
+
+ok( $node->poll_query_until('postgres',
+		"SELECT holder <> '$first' AND epoch > $first_epoch FROM tenure.leases
+		  WHERE lease = 'nightly-job' AND holder IS NOT NULL"),
+	'another worker takes the lease at a newer epoch');
+my ($second, $second_epoch) = tenure_of('nightly-job');
+ok( wait_until(
+		"$second to lead",
+		sub { client_log($second) =~ / became leader epoch=$second_epoch\n/ }),
+	"$second logs that it became leader at the new epoch");
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) >= 1 FROM job_runs WHERE holder = '$second' AND epoch = $second_epoch"),
+	"$second runs the job");
+is( $node->safe_psql('postgres',
+		"SELECT end_reason FROM tenure.history WHERE lease = 'nightly-job' AND epoch = $first_epoch"),
+	'session ended',
+	"the killed leader's tenure ended with its session");
+
+# Terminate the new leader's backend: the worker demotes itself and
+# reconnects; it does not exit.
+$node->safe_psql('postgres',
+	"SELECT pg_terminate_backend(holder_pid) FROM tenure.leases WHERE lease = 'nightly-job'");
+ok( wait_until(
+		"$second to demote itself",
+		sub {
+			client_log($second) =~
+			  / lost leadership epoch=$second_epoch \(connection lost: .*\n(?s:.*) reconnected\n/;
+		}),
+	"$second logs the lost leadership and reconnects");
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) >= 1 FROM job_runs WHERE epoch > $second_epoch"),
+	'a worker leads at a newer epoch after that');
+
+# SIGTERM: every remaining worker exits with status 0, releasing the lease.
+$_->signal('TERM') for values %job;
+for my $name (sort keys %job)
+{
+	ok($job{$name}->finish, "$name exits with status 0 on SIGTERM");
+}
+like(client_log($second), qr/ stopping/, "$second was still running until SIGTERM");
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM tenure.leases WHERE lease = 'nightly-job' AND holder IS NOT NULL"),
+	'0', 'no worker holds the lease after they stopped');
+
+is( $node->safe_psql('postgres',
+		'SELECT count(*) FROM job_runs a JOIN job_runs b ON a.id < b.id
+		   AND tstzrange(a.started, a.finished) && tstzrange(b.started, b.finished)'),
+	'0',
+	'no two job runs overlap in time');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM job_runs j
+		  WHERE NOT EXISTS (SELECT FROM tenure.history h
+		                     WHERE h.lease = 'nightly-job' AND h.epoch = j.epoch AND h.holder = j.holder
+		                       AND j.started >= h.started
+		                       AND (h.ended IS NULL OR j.finished <= h.ended))"),
+	'0',
+	'every job run lies within a tenure of its holder at its epoch');
+cmp_ok(
+	$node->safe_psql('postgres', 'SELECT count(DISTINCT epoch) FROM job_runs'),
+	'>=', 3, 'job runs were made at three epochs or more');
+
+#
+# Singleton writer
+#
+my $writer_a = start_client('writer-a', $writer_bin, '--holder', 'writer-a',
+	'--interval-ms', '20', '--pause-at-row', '3',
+	'--pause-before-commit-ms', $timeout * 1000, $connstr);
+ok( wait_until(
+		'writer-a to pause before a COMMIT',
+		sub { client_log('writer-a') =~ /paused before COMMIT of row seq=3/ }),
+	'writer-a writes two rows and pauses before the COMMIT of the third');
+my ($a_holder, $a_epoch) = tenure_of('orders-writer');
+is($a_holder, 'writer-a', 'writer-a holds orders-writer');
+like(client_log('writer-a'), qr/ started epoch=$a_epoch pool=3\n/,
+	'writer-a logs its epoch');
+
+my ($out, $err);
+IPC::Run::run([ $writer_bin, '--holder', 'writer-b', $connstr ],
+	'<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout($timeout));
+is($? >> 8, 3, 'a second writer refuses to start with status 3');
+like(
+	$out,
+	qr/writer-b refusing to start: lease "orders-writer" is held by "writer-a" \(Holder "writer-a" has held it at epoch $a_epoch since \d{4}-\d\d-\d\d /,
+	'its message names the holder, its epoch and since when');
+is(join('|', tenure_of('orders-writer')), "writer-a|$a_epoch",
+	'writer-a still holds the lease');
+
+# writer-a's tenure ends with its control connection
+is( $node->safe_psql('postgres',
+		"SELECT pg_terminate_backend(holder_pid) FROM tenure.leases WHERE lease = 'orders-writer'"),
+	't', "writer-a's control backend is terminated");
+ok( $node->poll_query_until('postgres',
+		"SELECT holder IS NULL FROM tenure.leases WHERE lease = 'orders-writer'"),
+	"writer-a's tenure ends");
+
+my $writer_b = start_client('writer-b', $writer_bin, '--holder', 'writer-b',
+	'--interval-ms', '20', $connstr);
+ok( wait_until(
+		'writer-b to write',
+		sub { client_log('writer-b') =~ /wrote row/ }),
+	'writer-b starts and writes');
+my ($b_holder, $b_epoch) = tenure_of('orders-writer');
+is($b_holder, 'writer-b', 'writer-b holds orders-writer');
+cmp_ok($b_epoch, '>', $a_epoch, "writer-b's epoch is newer");
+
+# writer-a wakes up and commits: fenced
+$writer_a->signal('USR1');
+$writer_a->finish;
+is($writer_a->result, 4, 'writer-a exits with status 4');
+like(
+	client_log('writer-a'),
+	qr/writer-a fenced at commit: commit of a write to table "orders" fenced by lease "orders-writer" rejected: epoch $a_epoch is not current \(The transaction presented epoch $a_epoch; the current epoch is $b_epoch\.\)\n\z/,
+	'writer-a logs that it was fenced at COMMIT, and nothing after');
+unlike(client_log('writer-a'), qr/wrote row seq=3/,
+	'writer-a does not report the fenced row');
+
+my $rows_then = () = client_log('writer-b') =~ /wrote row/g;
+ok( wait_until(
+		'writer-b to keep writing',
+		sub { (() = client_log('writer-b') =~ /wrote row/g) >= $rows_then + 2 }),
+	'writer-b keeps writing');
+$writer_b->signal('TERM');
+ok($writer_b->finish, 'writer-b exits with status 0 on SIGTERM');
+like(client_log('writer-b'), qr/ stopping; released epoch=$b_epoch\n\z/,
+	'writer-b releases the lease');
+
+my $b_rows = () = client_log('writer-b') =~ /wrote row/g;
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(writer || ':' || seq, ',' ORDER BY seq) FROM orders WHERE epoch = $a_epoch"),
+	'writer-a:1,writer-a:2',
+	"writer-a's committed rows are the two it reported");
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE epoch = $b_epoch) || '/' || count(*) FROM orders WHERE writer = 'writer-b'"),
+	"$b_rows/$b_rows",
+	"writer-b's rows landed, all at its epoch");
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM orders o JOIN tenure.history h
+		    ON h.lease = 'orders-writer' AND h.epoch > o.epoch
+		 WHERE pg_xact_commit_timestamp(o.xmin) >= h.started"),
+	'0',
+	'no row of an older epoch committed after a newer epoch was issued');
+is( $node->safe_psql('postgres',
+		"SELECT end_reason FROM tenure.history WHERE lease = 'orders-writer' AND epoch = $a_epoch"),
+	'session ended',
+	"writer-a's tenure ended with its session");
+
+$node->stop;
+done_testing();
