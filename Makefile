@@ -25,7 +25,14 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso
+EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso \
+	examples/singleton_job examples/singleton_writer
+
+# the libpq example clients, used by the demo and the tests
+all: examples
+.PHONY: examples
+examples:
+	$(MAKE) -C examples PG_CONFIG=$(PG_CONFIG)
 
 # every object sees the shared structs
 $(OBJS): src/pg_tenure.h src/compat.h
