@@ -20,6 +20,10 @@ CREATE TABLE tenure.lease (
 	holdoff interval,
 	lock_key bigint UNIQUE,
 	epoch bigint NOT NULL DEFAULT 0,
+	-- who issued the latest epoch: a row from another cluster or timeline
+	-- makes the next epoch start a new era (see README, "Epochs")
+	issued_sysid bigint,
+	issued_tli bigint,
 	created timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE tenure.lease IS

@@ -277,8 +277,11 @@ tenure_fence_check(const char *name, const char *table, bool at_commit,
 				(errcode(ERRCODE_TENURE_FENCED),
 				 errmsg("%s to table \"%s\" fenced by lease \"%s\" rejected: the lease has no live tenure",
 						at_commit ? "commit of a write" : "write", table, name),
+				 known ?
 				 errdetail("The transaction presented epoch " INT64_FORMAT "; the latest epoch is " INT64_FORMAT ".",
-						   presented, current),
+						   presented, current) :
+				 errdetail("The transaction presented epoch " INT64_FORMAT "; the lease has not been held since the server started.",
+						   presented),
 				 errhint("A fenced-out writer must not retry: its tenure has ended.")));
 	else
 		ereport(ERROR,

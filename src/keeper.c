@@ -34,6 +34,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "pg_tenure.h"
 
@@ -227,7 +228,12 @@ tenure_keeper_main(Datum arg)
 	}
 	tenure_shared->keeper_pid = MyProcPid;
 	tenure_shared->keeper_latch = MyLatch;
-	tenure_shared->keeper_starts++;
+	if (tenure_shared->keeper_starts++ == 0)
+	{
+		/* the server can hold tenures from now on (startup or promotion) */
+		tenure_shared->ready_time = GetCurrentTimestamp();
+		tenure_shared->ready_mono = tenure_mono_now();
+	}
 	LWLockRelease(tenure_shared->lock);
 	before_shmem_exit(tenure_keeper_exit, (Datum) 0);
 

@@ -59,6 +59,8 @@ PG_FUNCTION_INFO_V1(tenure_shared_memory_bytes);
 #define TENURE_MAX_INTERVAL_US	((int64) USECS_PER_DAY)
 /* how long an acquisition waits for the keeper to answer */
 #define TENURE_KEEPER_WAIT_US	((int64) 10 * USECS_PER_SEC)
+/* how often await_change reads the table during recovery */
+#define TENURE_STANDBY_POLL_MS	100L
 /* retry interval while a foreign session holds a lease's lock_key */
 #define TENURE_FOREIGN_RETRY_MS	50L
 
@@ -342,11 +344,57 @@ tenure_check_owner(const char *name, Oid owner, Oid caller)
 }
 
 /*
+ * Whether the lease's shared entry must be (re)built from its row: it does
+ * not exist, or it was built during recovery, when replay could not keep
+ * it current.
+ */
+static bool
+tenure_entry_stale(const TenureKey *key)
+{
+	TenureLease *lease;
+	bool		stale;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
+	stale = lease == NULL || lease->dropped ||
+		(lease->loaded_in_recovery && !RecoveryInProgress());
+	LWLockRelease(tenure_shared->lock);
+	return stale;
+}
+
+/*
+ * Whether the lease's latest tenure was still open when an earlier server
+ * (before a crash, restart or promotion) went down: its holder may go on
+ * believing in it until its last renewal + ttl, which is at most the time
+ * this server became ready + ttl.  Inside an SPI session.
+ */
+static bool
+tenure_open_at_shutdown(const char *name)
+{
+	Datum		args[2];
+	bool		isnull;
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(tenure_shared->boot_id);
+	tenure_spi_exec("SELECT (ended IS NULL OR end_reason OPERATOR(pg_catalog.=) 'server restart')"
+					" AND boot_id OPERATOR(pg_catalog.<>) $2"
+					" FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					" ORDER BY epoch DESC LIMIT 1",
+					"ti", args, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull)) && !isnull;
+}
+
+/*
  * Find the lease's shared entry, creating it from its row if needed.
- * Fails with 53400 when the table is full.
+ * Fails with 53400 when the table is full.  open_at_shutdown: see
+ * tenure_open_at_shutdown(); applied when the entry is built.
  */
 static void
-tenure_load_entry(const TenureKey *key, const TenureRow *row)
+tenure_load_entry(const TenureKey *key, const TenureRow *row,
+				  bool open_at_shutdown)
 {
 	TenureLease *lease;
 	bool		found;
@@ -363,7 +411,9 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row)
 						   tenure_max_leases),
 				 errhint("Increase tenure.max_leases and restart the server, or drop unused leases.")));
 	}
-	if (!found || lease->lease_id != row->id || lease->dropped)
+	if (!found || lease->lease_id != row->id || lease->dropped ||
+		(lease->loaded_in_recovery && !RecoveryInProgress() &&
+		 lease->state == TENURE_FREE))
 	{
 		/* a new entry, or a lease dropped and created again under its name */
 		bool		lock_held = found && lease->lock_held;
@@ -379,6 +429,10 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row)
 		lease->lock_held = lock_held;
 		if (lock_held)
 			lease->held_tag = held_tag;
+		lease->loaded_in_recovery = RecoveryInProgress();
+		/* a holder from before the server went down may still believe */
+		if (open_at_shutdown)
+			lease->pred_expiry_mono = tenure_shared->ready_mono + row->ttl_us;
 	}
 	/* epochs only grow; the row may be ahead of an idle entry */
 	lease->epoch = Max(lease->epoch, row->epoch);
@@ -547,8 +601,9 @@ tenure_history_close(const char *name, const TenureKey *key)
 
 	/* tenures of any lease that were open when the server went down */
 	args[0] = Int64GetDatum(tenure_shared->boot_id);
-	args[1] = TimestampTzGetDatum(tenure_shared->boot_time);
-	tenure_spi_exec("UPDATE tenure.history SET ended = $2, end_reason = 'server restart'"
+	args[1] = TimestampTzGetDatum(tenure_shared->ready_time);
+	tenure_spi_exec("UPDATE tenure.history"
+					" SET ended = GREATEST(started, $2), end_reason = 'server restart'"
 					" WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
 					" OR boot_id OPERATOR(pg_catalog.>) $1)",
 					"iz", args, nulls, SPI_OK_UPDATE);
@@ -566,6 +621,63 @@ tenure_history_close(const char *name, const TenureKey *key)
 					"  THEN COALESCE($3, 'expired') ELSE 'expired' END"
 					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
 					"titz", args, nulls, SPI_OK_UPDATE);
+}
+
+/*
+ * Issue the lease's next epoch in its row and return it.  Inside an SPI
+ * session; floor is the latest epoch shared memory has seen.
+ *
+ * Epochs are era << 32 | counter.  While the row was last written by this
+ * cluster on this timeline, the next epoch is the stored one plus one.
+ * A row written elsewhere (before a promotion, in another cluster whose
+ * dump was restored here) starts a new era: the stored era plus the
+ * current timeline.  After a promotion the timeline has grown, so the new
+ * era exceeds every era the old primary used, even one it started from a
+ * row the standby never received.  Never below floor + 1, which covers a
+ * restore of an older dump into a running server.
+ */
+static int64
+tenure_issue_epoch(const char *name, int64 floor)
+{
+	Datum		args[4];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[2] = Int64GetDatum((int64) GetWALInsertionTimeLine());
+	args[3] = Int64GetDatum(floor);
+	tenure_spi_exec("UPDATE tenure.lease SET epoch = GREATEST("
+					"  CASE WHEN issued_sysid OPERATOR(pg_catalog.=) $2"
+					"   AND issued_tli OPERATOR(pg_catalog.=) $3"
+					"  THEN epoch OPERATOR(pg_catalog.+) 1"
+					"  ELSE ((epoch OPERATOR(pg_catalog.>>) 32) OPERATOR(pg_catalog.+) $3)"
+					"   OPERATOR(pg_catalog.<<) 32 END,"
+					"  $4 OPERATOR(pg_catalog.+) 1),"
+					" issued_sysid = $2, issued_tli = $3"
+					" WHERE name OPERATOR(pg_catalog.=) $1 RETURNING epoch",
+					"tiii", args, NULL, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease \"%s\" does not exist", name),
+				 errhint("Create it with tenure.create_lease().")));
+	return tenure_spi_int8(1, NULL);
+}
+
+/*
+ * The latest epoch shared memory has seen for the lease, 0 if none.
+ */
+static int64
+tenure_cached_epoch(const TenureKey *key)
+{
+	TenureLease *lease;
+	int64		epoch = 0;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
+	if (lease != NULL && !lease->dropped && !lease->loaded_in_recovery)
+		epoch = lease->epoch;
+	LWLockRelease(tenure_shared->lock);
+	return epoch;
 }
 
 /*
@@ -765,18 +877,22 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	int64		deadline;
 	uint64		token = ++tenure_next_token;
 	bool		reserved = false;
-	Datum		args[5];
+	bool		stale;
+	bool		open_at_shutdown;
 
 	tenure_require_loaded();
 	tenure_require_primary("acquire a lease");
 
+	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
 	tenure_check_owner(name, row.owner, spi.save_userid);
+	stale = tenure_entry_stale(&key);
+	open_at_shutdown = stale && tenure_open_at_shutdown(name);
 	tenure_spi_end(&spi);
 
-	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_load_entry(&key, &row);
+	if (stale)
+		tenure_load_entry(&key, &row, open_at_shutdown);
 	if (session_bound)
 		tenure_register_session_exit();
 
@@ -834,17 +950,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 
 	/* reserved, and the keeper holds the lock: issue the epoch */
 	tenure_spi_begin(&spi);
-	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum((int64) GetWALInsertionTimeLine() << 32);
-	tenure_spi_exec("UPDATE tenure.lease SET epoch = GREATEST(epoch OPERATOR(pg_catalog.+) 1, $2)"
-					" WHERE name OPERATOR(pg_catalog.=) $1 RETURNING epoch",
-					"ti", args, NULL, SPI_OK_UPDATE_RETURNING);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("lease \"%s\" does not exist", name),
-				 errhint("Create it with tenure.create_lease().")));
-	epoch = tenure_spi_int8(1, NULL);
+	epoch = tenure_issue_epoch(name, tenure_cached_epoch(&key));
 
 	tenure_history_close(name, &key);
 	tenure_history_start(name, epoch, holder, session_bound);
@@ -1185,16 +1291,8 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	if (!tenure_holds(&key, holder, &session_bound))
 		tenure_not_holder(name, holder);
 
+	epoch = tenure_issue_epoch(name, tenure_cached_epoch(&key));
 	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum((int64) GetWALInsertionTimeLine() << 32);
-	tenure_spi_exec("UPDATE tenure.lease SET epoch = GREATEST(epoch OPERATOR(pg_catalog.+) 1, $2)"
-					" WHERE name OPERATOR(pg_catalog.=) $1 RETURNING epoch",
-					"ti", args, NULL, SPI_OK_UPDATE_RETURNING);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("lease \"%s\" does not exist", name)));
-	epoch = tenure_spi_int8(1, NULL);
 
 	/*
 	 * We waited for the row if another transaction changed the lease: a
@@ -1309,30 +1407,60 @@ tenure_await_change(PG_FUNCTION_ARGS)
 	int64		epoch = 0;
 	bool		changed = false;
 	int64		deadline;
-	bool		found;
 
 	tenure_require_loaded();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	tenure_make_key(&key, MyDatabaseId, name);
 
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-	found = lease != NULL && !lease->dropped;
-	LWLockRelease(tenure_shared->lock);
-	if (!found)
+	deadline = tenure_mono_now() + timeout_us;
+
+	if (RecoveryInProgress())
+	{
+		/*
+		 * Replay does not touch shared memory: read the table until the
+		 * epoch changes.  Nobody holds a tenure on a standby.
+		 */
+		for (;;)
+		{
+			TenureSpi	spi;
+			TenureRow	row;
+
+			tenure_spi_begin(&spi);
+			tenure_load_row(name, &row, false);
+			tenure_spi_end(&spi);
+			epoch = row.epoch;
+			changed = !know_epoch || epoch != known_epoch || known_holder != NULL;
+			if (changed || tenure_mono_now() >= deadline)
+				break;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 Min(TENURE_STANDBY_POLL_MS,
+								 Max((deadline - tenure_mono_now() + 999) / 1000, 1)),
+							 TENURE_WAIT_EVENT);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+		values[0] = BoolGetDatum(changed);
+		nulls[1] = true;
+		values[2] = Int64GetDatum(epoch);
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+														  values, nulls)));
+	}
+
+	if (tenure_entry_stale(&key))
 	{
 		TenureSpi	spi;
 		TenureRow	row;
+		bool		open_at_shutdown;
 
-		/* not used since server start: bring it into shared memory */
+		/* not used since server start (or promotion): load it */
 		tenure_spi_begin(&spi);
 		tenure_load_row(name, &row, false);
+		open_at_shutdown = tenure_open_at_shutdown(name);
 		tenure_spi_end(&spi);
-		tenure_load_entry(&key, &row);
+		tenure_load_entry(&key, &row, open_at_shutdown);
 	}
 
-	deadline = tenure_mono_now() + timeout_us;
 	ConditionVariablePrepareToSleep(&tenure_shared->cv);
 	for (;;)
 	{

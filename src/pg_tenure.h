@@ -82,6 +82,7 @@ typedef struct TenureLease
 	bool		has_lock_key;
 	int64		lock_key;
 	bool		dropped;		/* dropped; keeper removes the entry */
+	bool		loaded_in_recovery; /* epoch cache not to be trusted */
 
 	/* the current or pending tenure */
 	TenureState state;
@@ -120,7 +121,9 @@ typedef struct TenureShared
 	LWLock	   *lock;			/* protects everything below and the hash */
 	ConditionVariable cv;		/* broadcast on every lease state change */
 	int64		boot_id;		/* random, new at every shared memory init */
-	TimestampTz boot_time;		/* when shared memory was initialized */
+	TimestampTz ready_time;		/* when the server could first hold tenures */
+	int64		ready_mono;		/* (the keeper's first start: after startup
+								 * or promotion); 0 before */
 	int			keeper_pid;
 	Latch	   *keeper_latch;
 	uint64		keeper_starts;

@@ -13,8 +13,9 @@
  * - tenure_shared->lock (our only LWLock) protects the hash table and every
  *   field of every entry, and the keeper_* fields of TenureShared.  Readers
  *   (leader_is, the leases view) take it shared; anything that changes an
- *   entry takes it exclusive.  boot_id is written once at initialization and
- *   read without the lock.
+ *   entry takes it exclusive.  boot_id is written once at initialization,
+ *   ready_time and ready_mono once by the keeper's first start; backends
+ *   read them without the lock only after the keeper answered them.
  * - No ereport(ERROR) and no catalog or table access happens while it is
  *   held, so exit and transaction callbacks can always take it.
  * - The keeper takes and releases heavyweight advisory locks while holding
@@ -88,7 +89,6 @@ tenure_shmem_init(void)
 			boot_id = (uint64) GetCurrentTimestamp() ^ ((uint64) MyProcPid << 32);
 		/* keep it positive: it is stored in a bigint column */
 		tenure_shared->boot_id = (int64) (boot_id & PG_INT64_MAX);
-		tenure_shared->boot_time = GetCurrentTimestamp();
 	}
 
 	memset(&info, 0, sizeof(info));
