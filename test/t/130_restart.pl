@@ -181,9 +181,10 @@ sub check_after_restart
 	);
 	is( $node->safe_psql(
 			'postgres', qq{
-		SELECT count(*) FROM tenure.history
-		 WHERE (lease, epoch) IN ($in) AND NOT (ended >= started)}),
-		'0',
+		SELECT string_agg(format('%s/%s started %s, ended %s', lease, epoch, started, ended), '; ')
+		  FROM tenure.history WHERE (lease, epoch) IN ($in) AND NOT (ended >= started)}
+		),
+		'',
 		"$round: those tenures did not end before they started");
 
 	new_epoch('sb',
