@@ -1,9 +1,10 @@
 
 # On a hot standby: every function that changes leases or fences fails with
 # SQLSTATE 25006 and a message saying what cannot be done during recovery;
-# reading epochs, the history and the leases view works; nobody leads there;
-# the keeper does not run during recovery.  After promotion the keeper starts
-# and leases can be acquired, at an epoch above the primary's.
+# reading epochs (current_epoch, await_change), the history and the leases
+# view works; nobody leads there; the keeper does not run during recovery.
+# After promotion the keeper starts and leases can be acquired, at an epoch
+# above the primary's.
 
 use strict;
 use warnings;
@@ -41,6 +42,11 @@ $standby->init_from_backup($primary, 'base', has_streaming => 1);
 $standby->start;
 
 my $first = $primary->safe_psql('postgres', "SELECT tenure.acquire('st', 'p')");
+$primary->wait_for_catchup($standby);
+is( $standby->safe_psql(
+		'postgres', "SELECT epoch FROM tenure.await_change('st', NULL)"),
+	$first,
+	'standby: await_change reports the replicated epoch');
 my $claimed =
   $primary->safe_psql('postgres', "SELECT tenure.claim_epoch('st', 'p')");
 cmp_ok($claimed, '>', $first, 'primary: the claim issued a greater epoch');
@@ -101,6 +107,17 @@ my $leases = $primary->safe_psql('postgres', $leases_query);
 is($standby->safe_psql('postgres', $leases_query),
 	$leases, 'standby: tenure.leases shows the primary\'s leases and settings');
 
+# an epoch that replay brought is a change, and what is current
+is( $standby->safe_psql(
+		'postgres',
+		"SELECT changed, epoch FROM tenure.await_change('st', $first, NULL, '1 s')"),
+	"t|$claimed",
+	'standby: await_change sees the epoch claimed on the primary');
+is( $standby->safe_psql(
+		'postgres', "SELECT epoch FROM tenure.await_change('st', NULL)"),
+	$claimed,
+	'standby: await_change reports the latest replicated epoch');
+
 is( $standby->safe_psql(
 		'postgres',
 		"SELECT tenure.leader_is('st', 'p'), tenure.leader_is('st', 's'), tenure.leader_is('nope', 'p')"
@@ -126,6 +143,11 @@ ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
 	'standby promoted');
 ok($standby->poll_query_until('postgres', $keeper_runs),
 	'promoted: the keeper starts');
+
+is( $standby->safe_psql(
+		'postgres', "SELECT epoch FROM tenure.await_change('st', NULL)"),
+	$claimed,
+	'promoted: await_change reports the latest epoch before any tenure');
 
 my $new = $standby->safe_psql('postgres', "SELECT tenure.acquire('st', 's')");
 like($new, qr/^\d+$/, "promoted: acquire returns epoch $new");
