@@ -3,7 +3,9 @@
 # after the primary dies having issued epochs the standby never received,
 # the promoted standby issues epochs greater than every one the old primary
 # returned, and its fenced tables reject every old token (SQLSTATE TN002),
-# before and after a new tenure starts there.
+# before and after a new tenure starts there.  A lease with the automatic
+# hold-off does not make its new holder lead while the old primary's holder
+# may still believe in its tenure.
 
 use strict;
 use warnings;
@@ -44,6 +46,7 @@ $primary->safe_psql(
 	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('writer', ttl => '10 min', holdoff => '0');
 	SELECT tenure.create_lease('jobs', ttl => '10 min', holdoff => '0');
+	SELECT tenure.create_lease('cron', ttl => '10 min');
 	CREATE TABLE orders (epoch bigint);
 	SELECT tenure.fence_table('orders', 'writer');
 });
@@ -107,6 +110,13 @@ $primary->safe_psql('postgres', fenced_write($last_old));
 is($primary->safe_psql('postgres', 'SELECT count(*) FROM orders'),
 	'1', 'old primary: a write with the current token commits');
 
+# a singleton job under the automatic hold-off: its holder may act until
+# its last renewal plus the ttl, whatever happens to the server
+$primary->safe_psql('postgres', "SELECT tenure.acquire('cron', 'old')");
+my $cron_expires = $primary->safe_psql('postgres',
+	"SELECT expires FROM tenure.leases WHERE lease = 'cron' AND holder = 'old'");
+isnt($cron_expires, '', "old primary: old holds cron until $cron_expires");
+
 $primary->stop('immediate');
 
 # --- failover
@@ -156,6 +166,16 @@ for my $epoch (@{ $old{jobs} })
 	cmp_ok($new_jobs, '>', $epoch,
 		"new jobs epoch $new_jobs > old primary's jobs epoch $epoch");
 }
+
+# the successor of the job's holder waits out the hold-off
+like($standby->safe_psql('postgres', "SELECT tenure.acquire('cron', 'new')"),
+	qr/^\d+$/, 'new primary: new acquires cron');
+is( $standby->safe_psql(
+		'postgres',
+		"SELECT tenure.leader_is('cron', 'new') AND clock_timestamp() < '$cron_expires'"
+	),
+	'f',
+	'new primary: new does not lead cron while old may still believe it does');
 
 # every old token is still rejected once a tenure exists
 for my $epoch (@{ $old{writer} })
