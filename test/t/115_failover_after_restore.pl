@@ -1,0 +1,107 @@
+
+# Failover after a restore from a cluster on a later timeline.  Epochs fold
+# the timeline in (timeline << 32), but a dump taken on timeline 2 and
+# restored into a cluster on timeline 1 brings epochs that are already above
+# 2 << 32.  When that cluster later fails over to an asynchronous standby
+# (timeline 2 there), the first epoch of the new primary must still exceed
+# every epoch the old primary returned, including those the standby never
+# received, and none of the old tokens may pass the fence.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# A write to the fenced table presenting one token.
+sub fenced_write
+{
+	my ($epoch) = @_;
+	return "BEGIN;\nSET LOCAL tenure.tokens = 'w=$epoch';\n"
+	  . "INSERT INTO t VALUES ($epoch);\nCOMMIT;";
+}
+
+# --- a primary with two standbys from one base backup
+my $primary = PostgreSQL::Test::Cluster->new('restore_primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'pg_tenure'\n");
+$primary->start;
+$primary->safe_psql(
+	'postgres', q{
+	CREATE DATABASE src;
+	CREATE DATABASE app;
+});
+$primary->safe_psql('src', 'CREATE EXTENSION pg_tenure');
+$primary->backup('base');
+my $elsewhere = PostgreSQL::Test::Cluster->new('restore_elsewhere');
+$elsewhere->init_from_backup($primary, 'base', has_streaming => 1);
+my $standby = PostgreSQL::Test::Cluster->new('restore_standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->start;
+
+# --- the source of the dump: a cluster on timeline 2
+$elsewhere->start;
+$elsewhere->promote;
+ok($elsewhere->poll_query_until('src', 'SELECT NOT pg_is_in_recovery()'),
+	'the source cluster is promoted (timeline 2)');
+$elsewhere->safe_psql(
+	'src', q{
+	SELECT tenure.create_lease('w', ttl => '10 min', holdoff => '0');
+	CREATE TABLE t (epoch bigint);
+	SELECT tenure.fence_table('t', 'w');
+});
+my $source_epoch =
+  $elsewhere->safe_psql('src', "SELECT tenure.acquire('w', 'source')");
+cmp_ok($source_epoch, '>=', 2 << 32,
+	"the source issues timeline-2 epochs ($source_epoch)");
+my $dump = "$PostgreSQL::Test::Utils::tmp_check/src.dump";
+$elsewhere->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', 'src' ],
+	'pg_dump -Fc of the source');
+$elsewhere->stop;
+
+# --- restored into the primary (timeline 1), replicated to its standby
+$primary->command_ok([ 'pg_restore', '-d', 'app', $dump ],
+	'pg_restore into the primary, on timeline 1');
+my @old;    # every epoch the primary returned
+push @old, $primary->safe_psql('app', "SELECT tenure.acquire('w', 'a')");
+cmp_ok($old[0], '>', $source_epoch,
+	"the primary continues above the restored epoch ($old[0])");
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('app', "SELECT tenure.current_epoch('w')"),
+	$old[0], 'the standby has the primary\'s epoch');
+
+# --- epochs the standby never receives
+$standby->stop;
+push @old, $primary->safe_psql('app', "SELECT tenure.claim_epoch('w', 'a')");
+push @old, $primary->safe_psql('app', "SELECT tenure.claim_epoch('w', 'a')");
+like($_, qr/^\d+$/, "the old primary returned epoch $_") for @old;
+$primary->stop('immediate');
+
+# --- failover
+$standby->start;
+$standby->promote;
+ok($standby->poll_query_until('app', 'SELECT NOT pg_is_in_recovery()'),
+	'the standby is promoted');
+my $new = $standby->safe_psql('app', "SELECT tenure.acquire('w', 'b')");
+like($new, qr/^\d+$/, "the new primary issues epoch $new");
+cmp_ok($new, '>', $_, "the new epoch exceeds epoch $_ of the old primary")
+  for @old;
+for my $epoch (@old)
+{
+	my ($out, $err) = ('', '');
+	$standby->psql(
+		'app', "\\set VERBOSITY verbose\n" . fenced_write($epoch),
+		stdout => \$out,
+		stderr => \$err);
+	like(
+		$err,
+		qr/ERROR:  TN002: write to table "t" fenced by lease "w" rejected/,
+		"old primary's token $epoch is rejected with TN002");
+}
+is($standby->safe_psql('app', 'SELECT count(*) FROM t'),
+	'0', 'no old token wrote to the fenced table');
+
+$standby->stop;
+done_testing();
