@@ -243,12 +243,22 @@ tenure_fence_check(const char *name, const char *table, bool at_commit,
 	int64		current = 0;
 	bool		live = false;
 	bool		known;
+	bool		loaded = false;
 	int64		now = tenure_mono_now();
 
 	tenure_make_key(&key, MyDatabaseId, name);
+retry:
 	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 	known = lease != NULL && !lease->dropped;
+	if (!known && !at_commit && !loaded)
+	{
+		/* not used since server start: load it, to name its epoch */
+		LWLockRelease(tenure_shared->lock);
+		tenure_ensure_entry(name, &key);
+		loaded = true;
+		goto retry;
+	}
 	if (known)
 	{
 		current = lease->epoch;

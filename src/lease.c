@@ -89,6 +89,9 @@ typedef struct TenureBusy
 
 static uint64 tenure_next_token = 0;
 
+static void tenure_load_entry(const TenureKey *key, const TenureRow *row,
+							  bool open_at_shutdown);
+
 /*
  * Validate a lease name or holder argument and return it as a C string.
  */
@@ -363,28 +366,59 @@ tenure_entry_stale(const TenureKey *key)
 }
 
 /*
- * Whether the lease's latest tenure was still open when an earlier server
- * (before a crash, restart or promotion) went down: its holder may go on
- * believing in it until its last renewal + ttl, which is at most the time
- * this server became ready + ttl.  Inside an SPI session.
+ * Whether a holder from before this server became ready (a crash, restart
+ * or promotion) may still believe it holds the lease: its latest tenure
+ * was open when the earlier server went down, or its latest epoch was
+ * issued on another timeline or cluster, whose last commits this server
+ * may never have received.  Such a holder believes at most until the
+ * time this server became ready plus the ttl.  Inside an SPI session.
  */
 static bool
 tenure_open_at_shutdown(const char *name)
 {
-	Datum		args[2];
+	Datum		args[4];
 	bool		isnull;
+	bool		result;
 
 	args[0] = CStringGetTextDatum(name);
 	args[1] = Int64GetDatum(tenure_shared->boot_id);
-	tenure_spi_exec("SELECT (ended IS NULL OR end_reason OPERATOR(pg_catalog.=) 'server restart')"
-					" AND boot_id OPERATOR(pg_catalog.<>) $2"
-					" FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
-					" ORDER BY epoch DESC LIMIT 1",
-					"ti", args, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return false;
-	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-									  SPI_tuptable->tupdesc, 1, &isnull)) && !isnull;
+	args[2] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[3] = Int64GetDatum(RecoveryInProgress() ? 0 : (int64) GetWALInsertionTimeLine());
+	tenure_spi_exec("SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id"
+					"   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					"   ORDER BY epoch DESC LIMIT 1) h"
+					"  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) 'server restart')"
+					"  AND h.boot_id OPERATOR(pg_catalog.<>) $2)"
+					" OR EXISTS (SELECT FROM tenure.lease l"
+					"  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE"
+					"   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1"
+					"   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3"
+					"    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END)",
+					"tiii", args, NULL, SPI_OK_SELECT);
+	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	return result && !isnull;
+}
+
+/*
+ * Bring the lease into shared memory if it is not there (or only as
+ * cached during recovery).  Runs its own SPI session; fails with 42704 for
+ * an unknown lease.
+ */
+void
+tenure_ensure_entry(const char *name, const TenureKey *key)
+{
+	TenureSpi	spi;
+	TenureRow	row;
+	bool		open_at_shutdown;
+
+	if (!tenure_entry_stale(key))
+		return;
+	tenure_spi_begin(&spi);
+	tenure_load_row(name, &row, false);
+	open_at_shutdown = tenure_open_at_shutdown(name);
+	tenure_spi_end(&spi);
+	tenure_load_entry(key, &row, open_at_shutdown);
 }
 
 /*
@@ -1447,19 +1481,8 @@ tenure_await_change(PG_FUNCTION_ARGS)
 														  values, nulls)));
 	}
 
-	if (tenure_entry_stale(&key))
-	{
-		TenureSpi	spi;
-		TenureRow	row;
-		bool		open_at_shutdown;
-
-		/* not used since server start (or promotion): load it */
-		tenure_spi_begin(&spi);
-		tenure_load_row(name, &row, false);
-		open_at_shutdown = tenure_open_at_shutdown(name);
-		tenure_spi_end(&spi);
-		tenure_load_entry(&key, &row, open_at_shutdown);
-	}
+	/* not used since server start (or promotion): load it */
+	tenure_ensure_entry(name, &key);
 
 	ConditionVariablePrepareToSleep(&tenure_shared->cv);
 	for (;;)

@@ -173,6 +173,7 @@ typedef struct TenureSpi
 	int			guc_nestlevel;
 } TenureSpi;
 
+extern void tenure_ensure_entry(const char *name, const TenureKey *key);
 extern void tenure_spi_begin(TenureSpi *spi);
 extern void tenure_spi_end(TenureSpi *spi);
 extern uint64 tenure_spi_exec(const char *sql, const char *types,
