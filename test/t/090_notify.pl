@@ -1,0 +1,137 @@
+
+# NOTIFY on channel "tenure": a session that LISTENs sees one notification
+# per committed acquisition of a new tenure, claim and release, with a JSON
+# payload {"event", "lease", "holder", "epoch"} sent by the backend that made
+# the change, in commit order; nothing for a renewal, a failed release, or
+# an acquisition, claim or release whose transaction or savepoint rolls
+# back.
+#
+# psql prints 'Asynchronous notification "tenure" with payload "..."
+# received from server process with PID n.' after a command once the
+# notification has reached it; the listener runs cheap commands until the
+# expected number has arrived, with a bound.  Absence is checked against a
+# later committed change: notifications arrive in commit order, so once the
+# later one is there, an earlier one would have been too.
+
+use strict;
+use warnings FATAL => 'all';
+
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('notify');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+$node->safe_psql('postgres',
+	q{SELECT tenure.create_lease('n_lease', ttl => '10 min')});
+
+my $listener = $node->background_psql('postgres');
+$listener->query_safe('LISTEN tenure');
+
+my $notifier = $node->background_psql('postgres');
+my $notifier_pid = $notifier->query_safe('SELECT pg_backend_pid()');
+
+# Return the next $n notifications on channel "tenure" as hashes with the
+# decoded payload and the sender's pid; fails if more than $n arrive.
+my @pending;
+
+sub next_notifications
+{
+	my ($n) = @_;
+
+	for (my $i = 0; $i < 300 && @pending < $n; $i++)
+	{
+		# the first round without sleeping; then give delivery a moment
+		my $out =
+		  $listener->query_safe($i == 0 ? 'SELECT 1' : 'SELECT pg_sleep(0.1)');
+		for my $line (split /\n/, $out)
+		{
+			next
+			  unless $line =~
+			  /^Asynchronous notification "(\w+)" with payload "(.*)" received from server process with PID (\d+)\.$/;
+			push @pending,
+			  {
+				channel => $1,
+				payload => $2,
+				pid => $3,
+				data => JSON::PP->new->decode($2)
+			  };
+		}
+	}
+	my @got = splice(@pending, 0, $n);
+	is(scalar(@got), $n, "$n notification(s) arrived");
+	is(scalar(@pending), 0, 'and no more');
+	return @got;
+}
+
+# Check one notification's channel, sender and payload fields.
+sub check_notification
+{
+	my ($note, $event, $holder, $epoch, $what) = @_;
+
+	is($note->{channel}, 'tenure', "$what: channel tenure");
+	is($note->{pid}, $notifier_pid, "$what: sent by the backend that made the change");
+	is(join(',', sort keys %{ $note->{data} }),
+		'epoch,event,holder,lease', "$what: payload fields");
+	is($note->{data}{event}, $event, "$what: event $event");
+	is($note->{data}{lease}, 'n_lease', "$what: lease");
+	is($note->{data}{holder}, $holder, "$what: holder");
+	is($note->{data}{epoch}, $epoch, "$what: epoch");
+	ok($note->{payload} =~ /"epoch": \d+\}$/, "$what: epoch is a JSON number");
+}
+
+# acquire, renewal (silent), claim, release
+my $e1 = $notifier->query_safe(q{SELECT tenure.acquire('n_lease', 'alpha')});
+my ($n) = next_notifications(1);
+check_notification($n, 'acquired', 'alpha', $e1, 'acquire');
+
+is($notifier->query_safe(q{SELECT tenure.acquire('n_lease', 'alpha')}),
+	$e1, 'acquire by the holder renews at the same epoch');
+my $e2 = $notifier->query_safe(q{SELECT tenure.claim_epoch('n_lease', 'alpha')});
+cmp_ok($e2, '>', $e1, 'the claim issues a newer epoch');
+is($notifier->query_safe(q{SELECT tenure.release('n_lease', 'alpha')}),
+	't', 'alpha releases');
+my ($n_claim, $n_release) = next_notifications(2);
+check_notification($n_claim, 'claimed', 'alpha', $e2, 'claim (the renewal sent nothing)');
+check_notification($n_release, 'released', 'alpha', $e2, 'release');
+
+# nothing for rolled-back changes or a release that does not hold
+$notifier->query_safe(
+	q{BEGIN;
+	  SELECT tenure.acquire('n_lease', 'beta');
+	  ROLLBACK});
+$notifier->query_safe(
+	q{BEGIN;
+	  SAVEPOINT s;
+	  SELECT tenure.acquire('n_lease', 'beta');
+	  ROLLBACK TO SAVEPOINT s;
+	  COMMIT});
+is($notifier->query_safe(q{SELECT tenure.release('n_lease', 'nobody')}),
+	'f', 'a release by a non-holder does nothing');
+my $e3 = $notifier->query_safe(q{SELECT tenure.acquire('n_lease', 'gamma')});
+$notifier->query_safe(
+	q{BEGIN;
+	  SELECT tenure.claim_epoch('n_lease', 'gamma');
+	  SELECT tenure.release('n_lease', 'gamma');
+	  ROLLBACK});
+# a holder name that needs escaping in JSON, acquired after gamma's release
+is($notifier->query_safe(q{SELECT tenure.release('n_lease', 'gamma')}),
+	't', 'gamma releases');
+my $e4 = $notifier->query_safe(q{SELECT tenure.acquire('n_lease', 'o"brien\x')});
+my ($n_gamma, $n_gamma_rel, $n_odd) = next_notifications(3);
+check_notification($n_gamma, 'acquired', 'gamma', $e3,
+	'first notification after the rolled-back acquisitions: gamma');
+cmp_ok($e3, '>', $e2, "gamma's epoch is newer");
+check_notification($n_gamma_rel, 'released', 'gamma', $e3,
+	"gamma's committed release, not the rolled-back claim and release");
+check_notification($n_odd, 'acquired', 'o"brien\x', $e4,
+	'a holder with a quote and a backslash');
+
+$listener->quit;
+$notifier->quit;
+$node->stop;
+done_testing();
