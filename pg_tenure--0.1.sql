@@ -40,6 +40,8 @@ CREATE TABLE tenure.history (
 		CHECK (end_reason IN ('released', 'expired', 'session ended', 'revoked',
 							  'claimed', 'server restart', 'dropped')),
 	boot_id bigint NOT NULL,
+	issued_sysid bigint,
+	issued_tli bigint,
 	PRIMARY KEY (lease, epoch)
 );
 CREATE INDEX history_open ON tenure.history (lease) WHERE ended IS NULL;

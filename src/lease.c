@@ -553,12 +553,16 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 
 	/*
 	 * A lease created again under an old name continues that name's epochs,
-	 * so that tokens of the old lease never become valid again.
+	 * and where they were issued, so that tokens of the old lease never
+	 * become valid again.
 	 */
-	tenure_spi_exec("INSERT INTO tenure.lease (name, ttl, holdoff, lock_key, owner, epoch)"
+	tenure_spi_exec("INSERT INTO tenure.lease (name, ttl, holdoff, lock_key, owner,"
+					" epoch, issued_sysid, issued_tli)"
 					" SELECT $1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole,"
-					" COALESCE((SELECT pg_catalog.max(epoch) FROM tenure.history"
-					"  WHERE lease OPERATOR(pg_catalog.=) $1), 0)",
+					" COALESCE(h.epoch, 0), h.issued_sysid, h.issued_tli"
+					" FROM (SELECT) one LEFT JOIN (SELECT epoch, issued_sysid, issued_tli"
+					"  FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					"  ORDER BY epoch DESC LIMIT 1) h ON true",
 					"tvvii", args, nulls, SPI_OK_INSERT);
 
 	tenure_spi_end(&spi);
@@ -729,8 +733,11 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 	args[2] = CStringGetTextDatum(holder);
 	args[3] = BoolGetDatum(session_bound);
 	args[4] = Int64GetDatum(tenure_shared->boot_id);
-	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started, boot_id)"
-					" VALUES ($1, $2, $3, $4, pg_catalog.clock_timestamp(), $5)",
+	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
+					" boot_id, issued_sysid, issued_tli)"
+					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
+					" issued_sysid, issued_tli FROM tenure.lease"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
 					"titbi", args, NULL, SPI_OK_INSERT);
 
 	args[1] = Int64GetDatum((int64) tenure_history_per_lease);
