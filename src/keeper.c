@@ -121,6 +121,13 @@ tenure_keeper_pass(void)
 	int64		now = tenure_mono_now();
 	int64		next = now + TENURE_KEEPER_IDLE_MS * 1000;
 	bool		changed = false;
+	struct
+	{
+		TenureKey	key;
+		int64		epoch;
+	}			revoked[16];
+	int			nrevoked = 0;
+	int			i;
 
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
 	hash_seq_init(&scan, tenure_leases);
@@ -144,8 +151,7 @@ tenure_keeper_pass(void)
 		tenure_lease_tag(lease, &tag);
 
 		if (lease->lock_held &&
-			(!lease->lock_wanted ||
-			 memcmp(&tag, &lease->held_tag, sizeof(LOCKTAG)) != 0))
+			(!lease->lock_wanted || !tenure_lease_tag_held(lease)))
 		{
 			LockRelease(&lease->held_tag, ExclusiveLock, true);
 			lease->lock_held = false;
@@ -163,10 +169,12 @@ tenure_keeper_pass(void)
 			{
 				/* we lost it while we were away: the tenure is over */
 				tenure_end(lease, TENURE_END_REVOKED, now);
-				ereport(LOG,
-						(errmsg("pg_tenure: tenure of lease \"%s\" at epoch " INT64_FORMAT " revoked",
-								lease->key.name, lease->ended_epoch),
-						 errdetail("Another session took its advisory lock while the keeper was not running.")));
+				if (nrevoked < (int) lengthof(revoked))
+				{
+					revoked[nrevoked].key = lease->key;
+					revoked[nrevoked].epoch = lease->ended_epoch;
+				}
+				nrevoked++;
 			}
 			else
 			{
@@ -184,6 +192,16 @@ tenure_keeper_pass(void)
 
 	if (changed)
 		ConditionVariableBroadcast(&tenure_shared->cv);
+
+	/* log outside the LWLock */
+	for (i = 0; i < Min(nrevoked, (int) lengthof(revoked)); i++)
+		ereport(LOG,
+				(errmsg("tenure of lease \"%s\" at epoch " INT64_FORMAT " revoked",
+						revoked[i].key.name, revoked[i].epoch),
+				 errdetail("Another session took the lease's advisory lock while the pg_tenure keeper was not running.")));
+	if (nrevoked > (int) lengthof(revoked))
+		ereport(LOG,
+				(errmsg("%d more tenures revoked", nrevoked - (int) lengthof(revoked))));
 
 	/* round up so that we wake after, not just before, an expiry */
 	return (long) ((next - now + 999) / 1000);
@@ -247,6 +265,8 @@ tenure_keeper_main(Datum arg)
 		EmitErrorReport();
 		LWLockReleaseAll();
 		ConditionVariableCancelSleep();
+		/* forget table scans the error interrupted */
+		AtEOXact_HashTables(false);
 		MemoryContextSwitchTo(keeper_context);
 		FlushErrorState();
 		MemoryContextReset(keeper_context);

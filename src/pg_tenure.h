@@ -11,8 +11,6 @@
 #ifndef PG_TENURE_H
 #define PG_TENURE_H
 
-#include "postgres.h"
-
 #include "datatype/timestamp.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
@@ -132,6 +130,7 @@ typedef struct TenureShared
 /* tenure.c */
 extern int	tenure_max_leases;
 extern int	tenure_history_per_lease;
+extern int	tenure_claim_timeout;
 
 /* state.c */
 extern TenureShared *tenure_shared;
@@ -144,6 +143,7 @@ extern TimestampTz tenure_mono_to_wall(int64 mono, int64 now_mono,
 									   TimestampTz now_wall);
 extern void tenure_make_key(TenureKey *key, Oid dbid, const char *name);
 extern void tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag);
+extern bool tenure_lease_tag_held(const TenureLease *lease);
 extern bool tenure_is_live(const TenureLease *lease, int64 now);
 extern void tenure_end(TenureLease *lease, TenureEndReason reason,
 					   int64 now);
@@ -163,7 +163,6 @@ typedef enum TenureActionKind
 extern void tenure_txn_init(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
-extern bool tenure_txn_has_claim(const TenureKey *key);
 
 /* lease.c */
 typedef struct TenureSpi

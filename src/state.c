@@ -30,6 +30,10 @@
  * the keeper writes lock_held, held_tag, lock_failed and lock_no_memory
  * (backends clear lock_failed when they make a new request).
  *
+ * keeper_latch may be read without the lock to set it: latches live in
+ * shared memory, so setting a stale one (the keeper just exited) is
+ * harmless.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -170,6 +174,21 @@ tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag)
 }
 
 /*
+ * Whether the keeper's lock is the one the lease needs now (the lease may
+ * have been dropped and created again with another id or lock_key).
+ * Caller holds the LWLock.
+ */
+bool
+tenure_lease_tag_held(const TenureLease *lease)
+{
+	LOCKTAG		tag;
+
+	tenure_lease_tag(lease, &tag);
+	return lease->lock_held &&
+		memcmp(&tag, &lease->held_tag, sizeof(LOCKTAG)) == 0;
+}
+
+/*
  * Whether the lease holds a tenure that has not expired at "now".
  * Caller holds the LWLock.
  */
@@ -198,12 +217,11 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 
 	/*
 	 * A former holder may believe in its tenure until its last renewal plus
-	 * the ttl, unless it said it was done.
+	 * the ttl, unless it said it was done.  An earlier holder whose belief
+	 * delayed this tenure's start may still believe: keep its bound.
 	 */
-	if (reason == TENURE_END_RELEASED || reason == TENURE_END_DROPPED)
-		lease->pred_expiry_mono = 0;
-	else
-		lease->pred_expiry_mono = expiry;
+	if (reason != TENURE_END_RELEASED && reason != TENURE_END_DROPPED)
+		lease->pred_expiry_mono = Max(lease->pred_expiry_mono, expiry);
 
 	lease->ended_wall = tenure_mono_to_wall(reason == TENURE_END_EXPIRED ?
 											Min(expiry, now) : now,

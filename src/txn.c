@@ -58,26 +58,6 @@ tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 }
 
 /*
- * Whether the current transaction has a pending claim or acquisition of
- * the lease.
- */
-bool
-tenure_txn_has_claim(const TenureKey *key)
-{
-	ListCell   *lc;
-
-	foreach(lc, tenure_actions)
-	{
-		TenureAction *act = lfirst(lc);
-
-		if ((act->kind == TENURE_ACT_CLAIM || act->kind == TENURE_ACT_ACQUIRE) &&
-			memcmp(&act->key, key, sizeof(TenureKey)) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
  * Undo an acquisition that will not commit: give the reservation back.
  * Caller holds the LWLock exclusive.  Cannot fail.
  */
@@ -123,6 +103,9 @@ tenure_txn_publish(TenureAction *act, int64 now)
 				lease->holder_pid == MyProcPid)
 			{
 				lease->state = TENURE_HELD;
+				/* the keeper keeps its lock, or revokes us if it lost it */
+				lease->lock_wanted = true;
+				lease->lock_failed = false;
 				lease->epoch = Max(lease->epoch, lease->pending_epoch);
 				lease->session_epoch = lease->session_bound ? lease->pending_epoch : 0;
 				lease->pending_epoch = 0;
