@@ -37,6 +37,7 @@
 #include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -153,14 +154,23 @@ tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
 		pg_add_s64_overflow((int64) iv->day * USECS_PER_DAY, iv->time, &us))
 		us = -1;				/* no fixed length, or absurd */
 	if (us < 0 || us > max_us || (us == 0 && !allow_zero))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be %s than zero and at most %s",
-						what, allow_zero ? "no less" : "greater",
-						max_us == TENURE_MAX_INTERVAL_US ? "1 day" : "the maximum"),
-				 errdetail("The %s given is %s.", what,
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(iv))))));
+	{
+		char	   *given = DatumGetCString(DirectFunctionCall1(interval_out,
+																IntervalPGetDatum(iv)));
+
+		if (allow_zero)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be between 0 and 1 day", what),
+					 errdetail("The %s given is %s.", what, given),
+					 iv->month != 0 ? errhint("Months and years have no fixed length; use days.") : 0));
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be greater than zero and at most 1 day", what),
+					 errdetail("The %s given is %s.", what, given),
+					 iv->month != 0 ? errhint("Months and years have no fixed length; use days.") : 0));
+	}
 	return us;
 }
 
@@ -312,7 +322,7 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 					" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
 					" lock_key, epoch FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
 					"t", args, NULL,
-					for_update ? SPI_OK_SELECT : SPI_OK_SELECT);
+					SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -445,6 +455,15 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 						   tenure_max_leases),
 				 errhint("Increase tenure.max_leases and restart the server, or drop unused leases.")));
 	}
+	if (found && !lease->dropped && row->id < lease->lease_id)
+	{
+		/* our snapshot predates a drop and re-creation of the lease */
+		LWLockRelease(tenure_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("lease \"%s\" was dropped and created again concurrently", key->name),
+				 errhint("Retry the transaction.")));
+	}
 	if (!found || lease->lease_id != row->id || lease->dropped ||
 		(lease->loaded_in_recovery && !RecoveryInProgress() &&
 		 lease->state == TENURE_FREE))
@@ -466,7 +485,9 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 		lease->loaded_in_recovery = RecoveryInProgress();
 		/* a holder from before the server went down may still believe */
 		if (open_at_shutdown)
-			lease->pred_expiry_mono = tenure_shared->ready_mono + row->ttl_us;
+			lease->pred_expiry_mono = (tenure_shared->ready_mono != 0 ?
+									   tenure_shared->ready_mono :
+									   tenure_mono_now()) + row->ttl_us;
 	}
 	/* epochs only grow; the row may be ahead of an idle entry */
 	lease->epoch = Max(lease->epoch, row->epoch);
@@ -851,6 +872,7 @@ tenure_wait_for_lock(const TenureKey *key, uint64 token, TenureBusy *busy)
 {
 	int64		deadline = tenure_mono_now() + TENURE_KEEPER_WAIT_US;
 	bool		result = false;
+	bool		freed = false;
 
 	memset(busy, 0, sizeof(TenureBusy));
 	ConditionVariablePrepareToSleep(&tenure_shared->cv);
@@ -864,13 +886,14 @@ tenure_wait_for_lock(const TenureKey *key, uint64 token, TenureBusy *busy)
 		if (lease == NULL || lease->state != TENURE_PENDING ||
 			lease->pending_token != token)
 			done = true;		/* cannot happen while our transaction runs */
-		else if (lease->lock_held)
+		else if (lease->lock_held && tenure_lease_tag_held(lease))
 		{
 			result = true;
 			done = true;
 		}
 		else if (lease->lock_failed)
 		{
+			freed = true;
 			lease->state = TENURE_FREE;
 			lease->holder[0] = '\0';
 			lease->holder_pid = 0;
@@ -885,6 +908,8 @@ tenure_wait_for_lock(const TenureKey *key, uint64 token, TenureBusy *busy)
 			done = true;
 		}
 		LWLockRelease(tenure_shared->lock);
+		if (freed)
+			ConditionVariableBroadcast(&tenure_shared->cv);
 		if (done)
 			break;
 
@@ -916,7 +941,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	TenureKey	key;
 	int64		epoch = 0;
 	int64		deadline;
-	uint64		token = ++tenure_next_token;
+	uint64		token = ((uint64) MyProcPid << 32) | (uint32) ++tenure_next_token;
 	bool		reserved = false;
 	bool		stale;
 	bool		open_at_shutdown;
@@ -958,10 +983,14 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 
 		if (r == 1)
 			break;				/* renewed */
-		if (r == 2 && tenure_wait_for_lock(&key, token, busy))
+		if (r == 2)
 		{
-			reserved = true;
-			break;
+			reserved = tenure_wait_for_lock(&key, token, busy);
+			/* it left the wait list: rejoin before looking again */
+			if (wait_us > 0)
+				ConditionVariablePrepareToSleep(&tenure_shared->cv);
+			if (reserved)
+				break;
 		}
 		if (busy->no_memory)
 			ereport(ERROR,
@@ -1001,7 +1030,8 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	{
 		TenureLease *lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 
-		if (lease != NULL && lease->pending_token == token)
+		if (lease != NULL && lease->state == TENURE_PENDING &&
+			lease->pending_token == token)
 			lease->pending_epoch = epoch;
 	}
 	LWLockRelease(tenure_shared->lock);
@@ -1366,6 +1396,10 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	HASH_SEQ_STATUS scan;
 	TenureLease *lease;
+	TenureLease *copies;
+	long		room;
+	long		ncopies = 0;
+	long		i;
 	int64		now_mono;
 	TimestampTz now_wall;
 
@@ -1375,16 +1409,31 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 	now_mono = tenure_mono_now();
 	now_wall = GetCurrentTimestamp();
 
+	/*
+	 * Copy this database's entries out under the lock, without allocating
+	 * there; build the tuples afterwards.
+	 */
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	room = hash_get_num_entries(tenure_leases) + 16;
+	LWLockRelease(tenure_shared->lock);
+	copies = palloc_extended(sizeof(TenureLease) * room, MCXT_ALLOC_HUGE);
 	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	hash_seq_init(&scan, tenure_leases);
 	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		if (lease->key.dbid == MyDatabaseId && !lease->dropped &&
+			ncopies < room)
+			copies[ncopies++] = *lease;
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	for (i = 0; i < ncopies; i++)
 	{
 		Datum		values[12];
 		bool		nulls[12];
 		bool		live;
 
-		if (lease->key.dbid != MyDatabaseId || lease->dropped)
-			continue;
+		lease = &copies[i];
 		memset(nulls, 0, sizeof(nulls));
 		live = tenure_is_live(lease, now_mono);
 
@@ -1414,7 +1463,7 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	LWLockRelease(tenure_shared->lock);
+	pfree(copies);
 
 	return (Datum) 0;
 }
@@ -1462,11 +1511,17 @@ tenure_await_change(PG_FUNCTION_ARGS)
 		 * Replay does not touch shared memory: read the table until the
 		 * epoch changes.  Nobody holds a tenure on a standby.
 		 */
+		MemoryContext loop_cxt = AllocSetContextCreate(CurrentMemoryContext,
+													   "tenure await_change",
+													   ALLOCSET_SMALL_SIZES);
+		MemoryContext old_cxt = MemoryContextSwitchTo(loop_cxt);
+
 		for (;;)
 		{
 			TenureSpi	spi;
 			TenureRow	row;
 
+			MemoryContextReset(loop_cxt);
 			tenure_spi_begin(&spi);
 			tenure_load_row(name, &row, false);
 			tenure_spi_end(&spi);
@@ -1481,6 +1536,8 @@ tenure_await_change(PG_FUNCTION_ARGS)
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
 		}
+		MemoryContextSwitchTo(old_cxt);
+		MemoryContextDelete(loop_cxt);
 		values[0] = BoolGetDatum(changed);
 		nulls[1] = true;
 		values[2] = Int64GetDatum(epoch);

@@ -25,6 +25,7 @@ PG_MODULE_MAGIC;
 /* settings */
 int			tenure_max_leases = 1024;
 int			tenure_history_per_lease = 1000;
+int			tenure_claim_timeout = 10000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -65,6 +66,10 @@ _PG_init(void)
 	if (IsBinaryUpgrade)
 		return;
 
+	/*
+	 * Before defining settings: tenure.max_leases is a postmaster setting,
+	 * which cannot be defined once the server runs.
+	 */
 	if (!process_shared_preload_libraries_in_progress)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -103,6 +108,17 @@ _PG_init(void)
 							   tenure_tokens_check,
 							   tenure_tokens_assign,
 							   NULL);
+
+	DefineCustomIntVariable("tenure.claim_timeout",
+							"Longest wait of a new tenure or claim for fenced writers that are committing.",
+							"0 waits as long as lock_timeout allows.",
+							&tenure_claim_timeout,
+							10000,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("tenure");
 
