@@ -39,6 +39,7 @@
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -285,8 +286,11 @@ retry:
 	else if (!live)
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_FENCED),
-				 errmsg("%s to table \"%s\" fenced by lease \"%s\" rejected: the lease has no live tenure",
-						at_commit ? "commit of a write" : "write", table, name),
+				 at_commit ?
+				 errmsg("commit of a write to table \"%s\" fenced by lease \"%s\" rejected: the lease has no live tenure",
+						table, name) :
+				 errmsg("write to table \"%s\" fenced by lease \"%s\" rejected: the lease has no live tenure",
+						table, name),
 				 known ?
 				 errdetail("The transaction presented epoch " INT64_FORMAT "; the latest epoch is " INT64_FORMAT ".",
 						   presented, current) :
@@ -296,8 +300,11 @@ retry:
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_FENCED),
-				 errmsg("%s to table \"%s\" fenced by lease \"%s\" rejected: epoch " INT64_FORMAT " is not current",
-						at_commit ? "commit of a write" : "write", table, name, presented),
+				 at_commit ?
+				 errmsg("commit of a write to table \"%s\" fenced by lease \"%s\" rejected: epoch " INT64_FORMAT " is not current",
+						table, name, presented) :
+				 errmsg("write to table \"%s\" fenced by lease \"%s\" rejected: epoch " INT64_FORMAT " is not current",
+						table, name, presented),
 				 errdetail("The transaction presented epoch " INT64_FORMAT "; the current epoch is " INT64_FORMAT ".",
 						   presented, current),
 				 errhint("A fenced-out writer must not retry: another tenure or epoch has replaced its own.")));
@@ -349,6 +356,10 @@ tenure_fence_wrote(void)
 	return false;
 }
 
+/*
+ * list_sort comparator: fence uses in lease-name order, the fixed order in
+ * which a transaction takes its fence locks.
+ */
 static int
 tenure_fence_use_cmp(const ListCell *a, const ListCell *b)
 {
@@ -391,7 +402,26 @@ tenure_fence_precommit(void)
 		}
 		LWLockRelease(tenure_shared->lock);
 
-		if (have_tag)
+		if (have_tag && use->mode == ExclusiveLock && tenure_claim_timeout > 0)
+		{
+			/*
+			 * A new epoch waits for writers that are committing; one stuck
+			 * (in a synchronous replication wait, say) must not stall it,
+			 * and every fenced writer queued behind it, forever.
+			 */
+			int			nestlevel = NewGUCNestLevel();
+			char		ms[32];
+
+			snprintf(ms, sizeof(ms), "%d",
+					 LockTimeout > 0 ? Min(LockTimeout, tenure_claim_timeout) :
+					 tenure_claim_timeout);
+			(void) set_config_option("lock_timeout", ms, PGC_USERSET,
+									 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+									 false);
+			(void) LockAcquire(&tag, use->mode, false, false);
+			AtEOXact_GUC(true, nestlevel);
+		}
+		else if (have_tag)
 			(void) LockAcquire(&tag, use->mode, false, false);
 
 		if (use->table != NULL)
@@ -677,7 +707,9 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 
 	tenure_spi_begin(&spi);
 	args[0] = CStringGetTextDatum(name);
-	tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+	/* locked against a concurrent drop_lease until we commit */
+	tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1"
+					" FOR KEY SHARE",
 					"t", args, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		ereport(ERROR,
@@ -714,6 +746,8 @@ tenure_unfence_table(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	TenureSpi	spi;
 	bool		fenced;
+	Datum		args[1];
+	Oid			parent;
 
 	tenure_spi_begin(&spi);
 	fenced = tenure_fenced_by(linitial_oid(rels)) != NULL;
@@ -722,6 +756,33 @@ tenure_unfence_table(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table %s is not fenced", tenure_rel_qualified(linitial_oid(rels)))));
+	/* a partition or child of a fenced table stays fenced with it */
+	tenure_spi_begin(&spi);
+	args[0] = ObjectIdGetDatum(linitial_oid(rels));
+	tenure_spi_exec("WITH RECURSIVE up AS ("
+					"  SELECT inhparent AS relid FROM pg_catalog.pg_inherits"
+					"  WHERE inhrelid OPERATOR(pg_catalog.=) $1"
+					"  UNION SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN up"
+					"  ON i.inhrelid OPERATOR(pg_catalog.=) up.relid)"
+					" SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f JOIN up"
+					"  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) up.relid LIMIT 1",
+					"o", args, NULL, SPI_OK_SELECT);
+	parent = InvalidOid;
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+
+		parent = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	tenure_spi_end(&spi);
+	if (OidIsValid(parent))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot unfence table %s because its parent %s is fenced",
+						tenure_rel_qualified(linitial_oid(rels)),
+						tenure_rel_qualified(parent)),
+				 errhint("Unfence the parent, which unfences its partitions and children too.")));
 
 	foreach(lc, rels)
 		tenure_unfence_one(lfirst_oid(lc));
@@ -776,10 +837,21 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 		uint64		i;
 
 		tenure_spi_begin(&spi);
-		tenure_spi_exec("SELECT i.inhrelid, f.lease FROM tenure.fenced f"
+		/*
+		 * Only tables the command created or altered, and their children:
+		 * a table someone else left unfenced is not ours to touch.
+		 */
+		tenure_spi_exec("WITH RECURSIVE touched AS ("
+						"  SELECT objid AS relid FROM pg_catalog.pg_event_trigger_ddl_commands()"
+						"  WHERE classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+						"  UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN touched t"
+						"  ON i.inhparent OPERATOR(pg_catalog.=) t.relid)"
+						" SELECT i.inhrelid, f.lease FROM tenure.fenced f"
 						" JOIN pg_catalog.pg_inherits i"
 						"  ON i.inhparent OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
-						" WHERE NOT EXISTS (SELECT FROM tenure.fenced g"
+						" WHERE (i.inhrelid IN (SELECT relid FROM touched)"
+						"  OR i.inhparent IN (SELECT relid FROM touched))"
+						" AND NOT EXISTS (SELECT FROM tenure.fenced g"
 						"  WHERE g.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) i.inhrelid)",
 						"", NULL, NULL, SPI_OK_SELECT);
 		for (i = 0; i < SPI_processed; i++)
