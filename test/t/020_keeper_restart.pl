@@ -148,7 +148,7 @@ ok( $node->poll_query_until(
 		"SELECT holder IS NULL AND NOT lock_held FROM tenure.leases WHERE lease = 'k3'"),
 	'the tenure of k3 ends');
 ok( $node->log_contains(
-		qr/pg_tenure: tenure of lease "k3" at epoch $e3 revoked/),
+		qr/LOG:  tenure of lease "k3" at epoch $e3 revoked/),
 	'the server log says the tenure was revoked');
 is( $node->safe_psql(
 		'postgres', "SELECT tenure.leader_is('k3', 'h3'), tenure.renew('k3', 'h3')"),
