@@ -74,6 +74,9 @@ typedef struct TenureFenceUse
 	char	   *table;			/* first fenced table written, or NULL */
 	LOCKMODE	mode;			/* ShareLock for writes, ExclusiveLock for
 								 * new epochs */
+	bool		have_tag;		/* the fence lock tag is known */
+	LOCKTAG		tag;			/* (the lease id cannot change while a
+								 * table it fences is being written) */
 } TenureFenceUse;
 
 char	   *tenure_tokens_string = NULL;
@@ -311,10 +314,12 @@ retry:
 }
 
 /*
- * Note that this transaction uses a lease's fence in the given mode.
+ * Note that this transaction uses a lease's fence in the given mode; tag,
+ * if known, is the lease's fence lock tag.
  */
 void
-tenure_fence_note(const char *lease, const char *table, LOCKMODE mode)
+tenure_fence_note(const char *lease, const char *table, LOCKMODE mode,
+				  const LOCKTAG *tag)
 {
 	ListCell   *lc;
 	MemoryContext old;
@@ -329,6 +334,11 @@ tenure_fence_note(const char *lease, const char *table, LOCKMODE mode)
 				use->mode = mode;
 			if (use->table == NULL && table != NULL)
 				use->table = MemoryContextStrdup(TopTransactionContext, table);
+			if (!use->have_tag && tag != NULL)
+			{
+				use->tag = *tag;
+				use->have_tag = true;
+			}
 			return;
 		}
 	}
@@ -338,6 +348,11 @@ tenure_fence_note(const char *lease, const char *table, LOCKMODE mode)
 	strlcpy(use->lease, lease, sizeof(use->lease));
 	use->table = table ? pstrdup(table) : NULL;
 	use->mode = mode;
+	if (tag != NULL)
+	{
+		use->tag = *tag;
+		use->have_tag = true;
+	}
 	tenure_fence_uses = lappend(tenure_fence_uses, use);
 	MemoryContextSwitchTo(old);
 }
@@ -383,24 +398,28 @@ tenure_fence_precommit(void)
 	foreach(lc, tenure_fence_uses)
 	{
 		TenureFenceUse *use = lfirst(lc);
-		LOCKTAG		tag;
-		TenureKey	key;
-		TenureLease *lease;
-		bool		have_tag = false;
+		LOCKTAG		tag = use->tag;
+		bool		have_tag = use->have_tag;
 
-		/* the tag needs the lease id, which shared memory knows */
-		tenure_make_key(&key, MyDatabaseId, use->lease);
-		LWLockAcquire(tenure_shared->lock, LW_SHARED);
-		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-		if (lease != NULL)
+		if (!have_tag)
 		{
-			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId,
-								 (uint32) ((uint64) lease->lease_id >> 32),
-								 (uint32) lease->lease_id,
-								 TENURE_FENCE_LOCK_FIELD4);
-			have_tag = true;
+			TenureKey	key;
+			TenureLease *lease;
+
+			/* the tag needs the lease id, which shared memory knows */
+			tenure_make_key(&key, MyDatabaseId, use->lease);
+			LWLockAcquire(tenure_shared->lock, LW_SHARED);
+			lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+			if (lease != NULL)
+			{
+				SET_LOCKTAG_ADVISORY(tag, MyDatabaseId,
+									 (uint32) ((uint64) lease->lease_id >> 32),
+									 (uint32) lease->lease_id,
+									 TENURE_FENCE_LOCK_FIELD4);
+				have_tag = true;
+			}
+			LWLockRelease(tenure_shared->lock);
 		}
-		LWLockRelease(tenure_shared->lock);
 
 		if (have_tag && use->mode == ExclusiveLock && tenure_claim_timeout > 0)
 		{
@@ -448,6 +467,7 @@ tenure_fence_trigger(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	const char *lease;
 	const char *table;
+	LOCKTAG		tag;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -465,8 +485,8 @@ tenure_fence_trigger(PG_FUNCTION_ARGS)
 	lease = trigdata->tg_trigger->tgargs[0];
 	table = RelationGetRelationName(trigdata->tg_relation);
 
-	tenure_fence_check(lease, table, false, NULL);
-	tenure_fence_note(lease, table, ShareLock);
+	tenure_fence_check(lease, table, false, &tag);
+	tenure_fence_note(lease, table, ShareLock, &tag);
 
 	return PointerGetDatum(NULL);
 }

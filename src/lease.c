@@ -35,6 +35,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -340,6 +341,32 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 }
 
 /*
+ * The last (caller, owner) pair found to pass tenure_check_owner(); reset
+ * whenever roles or role memberships change.  Lets renew check rights
+ * without leaving the LWLock.
+ */
+static Oid	tenure_acting_user = InvalidOid;
+static Oid	tenure_acting_owner = InvalidOid;
+static bool tenure_acting_callbacks = false;
+
+static void
+tenure_acting_reset(Datum arg, int cacheid, uint32 hashvalue)
+{
+	tenure_acting_user = InvalidOid;
+	tenure_acting_owner = InvalidOid;
+}
+
+/*
+ * Whether the current user is known to have the privileges of owner.  No
+ * catalog access: callable under the LWLock.
+ */
+static bool
+tenure_known_to_act_for(Oid owner)
+{
+	return owner == tenure_acting_owner && GetUserId() == tenure_acting_user;
+}
+
+/*
  * Fail with 42501 unless the caller has the privileges of the lease's
  * owner.  Inside an SPI session the current user is the tables' owner:
  * pass spi.save_userid there.
@@ -347,6 +374,8 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 static void
 tenure_check_owner(const char *name, Oid owner, Oid caller)
 {
+	if (caller == tenure_acting_user && owner == tenure_acting_owner)
+		return;
 	if (!has_privs_of_role(caller, owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -354,6 +383,14 @@ tenure_check_owner(const char *name, Oid owner, Oid caller)
 				 errdetail("Only roles with the privileges of role \"%s\" may acquire, renew, release, claim or drop it.",
 						   GetUserNameFromId(owner, true) ?
 						   GetUserNameFromId(owner, true) : "?")));
+	if (!tenure_acting_callbacks)
+	{
+		CacheRegisterSyscacheCallback(AUTHOID, tenure_acting_reset, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, tenure_acting_reset, (Datum) 0);
+		tenure_acting_callbacks = true;
+	}
+	tenure_acting_user = caller;
+	tenure_acting_owner = owner;
 }
 
 /*
@@ -1137,43 +1174,55 @@ tenure_renew(PG_FUNCTION_ARGS)
 	Oid			owner = InvalidOid;
 	bool		result = false;
 	int64		now;
+	int			attempt;
 
 	tenure_require_loaded();
 	tenure_require_primary("renew a lease");
 	tenure_make_key(&key, MyDatabaseId, name);
 
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-	if (lease != NULL && !lease->dropped)
-		owner = lease->owner;
-	LWLockRelease(tenure_shared->lock);
-
-	if (!OidIsValid(owner))
+	/*
+	 * One pass under the lock when the caller is already known to act for
+	 * the lease's owner; otherwise check the privilege (which may read the
+	 * catalogs, so never under the lock) and come back once.
+	 */
+	for (attempt = 0; attempt < 2; attempt++)
 	{
-		TenureSpi	spi;
-		TenureRow	row;
+		bool		allowed = false;
 
-		/* never held since server start: unknown lease, or simply free */
-		tenure_spi_begin(&spi);
-		tenure_load_row(name, &row, false);
-		tenure_check_owner(name, row.owner, spi.save_userid);
-		tenure_spi_end(&spi);
-		PG_RETURN_BOOL(false);
-	}
-	tenure_check_owner(name, owner, GetUserId());
+		now = tenure_mono_now();
+		LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+		owner = (lease != NULL && !lease->dropped) ? lease->owner : InvalidOid;
+		if (OidIsValid(owner) && tenure_known_to_act_for(owner))
+		{
+			allowed = true;
+			if (strcmp(lease->holder, holder) == 0 &&
+				(tenure_is_live(lease, now) ||
+				 (lease->state == TENURE_PENDING && lease->holder_pid == MyProcPid &&
+				  lease->holder_start == MyStartTimestamp && lease->pending_epoch != 0)))
+			{
+				lease->renewed_mono = now;
+				result = true;
+			}
+		}
+		LWLockRelease(tenure_shared->lock);
+		if (allowed)
+			break;
 
-	now = tenure_mono_now();
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-	if (lease != NULL && strcmp(lease->holder, holder) == 0 &&
-		(tenure_is_live(lease, now) ||
-		 (lease->state == TENURE_PENDING && lease->holder_pid == MyProcPid &&
-		  lease->holder_start == MyStartTimestamp && lease->pending_epoch != 0)))
-	{
-		lease->renewed_mono = now;
-		result = true;
+		if (!OidIsValid(owner))
+		{
+			TenureSpi	spi;
+			TenureRow	row;
+
+			/* never held since server start: unknown lease, or simply free */
+			tenure_spi_begin(&spi);
+			tenure_load_row(name, &row, false);
+			tenure_check_owner(name, row.owner, spi.save_userid);
+			tenure_spi_end(&spi);
+			break;
+		}
+		tenure_check_owner(name, owner, GetUserId());
 	}
-	LWLockRelease(tenure_shared->lock);
 
 	PG_RETURN_BOOL(result);
 }

@@ -183,7 +183,7 @@ extern char *tenure_tokens_string;
 extern bool tenure_tokens_check(char **newval, void **extra, GucSource source);
 extern void tenure_tokens_assign(const char *newval, void *extra);
 extern void tenure_fence_note(const char *lease, const char *table,
-							  LOCKMODE mode);
+							  LOCKMODE mode, const LOCKTAG *tag);
 extern bool tenure_fence_wrote(void);
 extern void tenure_fence_precommit(void);
 extern void tenure_fence_reset(void);

@@ -176,7 +176,7 @@ tenure_txn_precommit(void)
 		effective = tenure_txn_effective(act);
 		LWLockRelease(tenure_shared->lock);
 		if (effective)
-			tenure_fence_note(act->key.name, NULL, ExclusiveLock);
+			tenure_fence_note(act->key.name, NULL, ExclusiveLock, NULL);
 	}
 	tenure_fence_precommit();
 }
