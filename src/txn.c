@@ -243,18 +243,8 @@ tenure_xact_callback(XactEvent event, void *arg)
 			}
 			break;
 		case XACT_EVENT_ABORT:
-			tenure_fence_reset();
-			if (tenure_actions != NIL)
-			{
-				LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-				foreach(lc, tenure_actions)
-					changed |= tenure_txn_cancel(lfirst(lc));
-				LWLockRelease(tenure_shared->lock);
-				tenure_actions = NIL;
-			}
-			break;
 		case XACT_EVENT_PREPARE:
-			/* PRE_PREPARE refused anything that mattered */
+			/* (PRE_PREPARE refused to prepare anything that mattered) */
 			tenure_fence_reset();
 			if (tenure_actions != NIL)
 			{
