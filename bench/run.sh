@@ -160,7 +160,7 @@ field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 # Scale: leader_is and renew with 10, 1,000 and 10,000 live leases.
 scale_sizes=${SCALE_SIZES:-"10 1000 10000"}
 echo "scale: $scale_sizes leases"
-echo "leases,op,tps" >"$out/scale.csv"
+echo "leases,clients,op,tps" >"$out/scale.csv"
 have=0
 for n in $scale_sizes; do
 	psql_q -c "SELECT count(*) FROM (SELECT tenure.create_lease('scale-' || i, '1 day', holdoff => '0'),
@@ -169,12 +169,15 @@ for n in $scale_sizes; do
 	printf '\\set k random(1, %s)\nSELECT tenure.leader_is('"'"'scale-'"'"' || :k, '"'"'h'"'"');\n' "$n" >"$dir/scale_leader.sql"
 	printf '\\set k random(1, %s)\nSELECT tenure.renew('"'"'scale-'"'"' || :k, '"'"'h'"'"');\n' "$n" >"$dir/scale_renew.sql"
 	chmod 644 "$dir"/scale_*.sql
-	for op in leader renew; do
-		t=$(as_user env PGHOST=$dir PGPORT=$port $PG_BIN/pgbench -n -M prepared -c 8 -j 2 -T "$DURATION" \
-			-f "$dir/scale_$op.sql" postgres 2>&1 | awk '/^tps = .*without initial connection time/ {print $3}')
-		[ -n "$t" ] || { echo "bench: scale $op $n failed" >&2; exit 1; }
-		echo "$n,$op,$t" >>"$out/scale.csv"
-		printf '  %-6s leases=%-6s tps=%s\n' "$op" "$n" "$t"
+	for c in $CLIENTS; do
+		for op in leader renew; do
+			t=$(as_user env PGHOST=$dir PGPORT=$port $PG_BIN/pgbench -n -M prepared -c "$c" \
+				-j "$(( c < 2 ? 1 : 2 ))" -T "$DURATION" -f "$dir/scale_$op.sql" postgres 2>&1 |
+				awk '/^tps = .*without initial connection time/ {print $3}')
+			[ -n "$t" ] || { echo "bench: scale $op $n with $c clients failed" >&2; exit 1; }
+			echo "$n,$c,$op,$t" >>"$out/scale.csv"
+			printf '  %-6s leases=%-6s c=%s tps=%s\n' "$op" "$n" "$c" "$t"
+		done
 	done
 done
 locks=$(psql_q -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 32321")
@@ -200,12 +203,20 @@ capacity=$(psql_q -c "SELECT current_setting('max_locks_per_transaction')::int *
 	echo
 	echo "## Scale"
 	echo
-	echo "8 clients, a random lease among N live ones per call."
+	echo "A random lease among N live ones per call; ratio against the same operation with the fewest leases."
 	echo
-	echo "| live leases | leader_is TPS | renew TPS |"
-	echo "| ---: | ---: | ---: |"
-	for n in $scale_sizes; do
-		echo "| $n | $(awk -F, -v n="$n" '$1==n && $2=="leader" {printf "%.0f", $3}' "$out/scale.csv") | $(awk -F, -v n="$n" '$1==n && $2=="renew" {printf "%.0f", $3}' "$out/scale.csv") |"
+	echo "| live leases | clients | leader_is TPS | ratio | renew TPS | ratio |"
+	echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
+	first=${scale_sizes%% *}
+	for c in $CLIENTS; do
+		for n in $scale_sizes; do
+			tps() { awk -F, -v n="$1" -v c="$c" -v op="$2" '$1==n && $2==c && $3==op {print $4}' "$out/scale.csv"; }
+			l=$(tps "$n" leader); l0=$(tps "$first" leader)
+			r=$(tps "$n" renew); r0=$(tps "$first" renew)
+			printf '| %s | %s | %.0f | %.3f | %.0f | %.3f |\n' "$n" "$c" "$l" \
+				"$(awk -v a="$l" -v b="$l0" 'BEGIN {print a/b}')" "$r" \
+				"$(awk -v a="$r" -v b="$r0" 'BEGIN {print a/b}')"
+		done
 	done
 	echo
 	echo "- shared memory: $shm bytes for tenure.max_leases = $maxl, $(( shm / maxl )) bytes per lease slot"
