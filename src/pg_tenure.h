@@ -164,7 +164,7 @@ extern void tenure_txn_init(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
 
-/* lease.c */
+/* durable.c: an SPI session as the owner of pg_tenure's tables */
 typedef struct TenureSpi
 {
 	Oid			save_userid;
@@ -172,11 +172,34 @@ typedef struct TenureSpi
 	int			guc_nestlevel;
 } TenureSpi;
 
+/* lease.c */
 extern void tenure_ensure_entry(const char *name, const TenureKey *key);
+
+/* durable.c */
+
+/* A lease's row in tenure.lease. */
+typedef struct TenureRow
+{
+	int64		id;
+	Oid			owner;
+	int64		ttl_us;
+	int64		holdoff_us;
+	bool		has_lock_key;
+	int64		lock_key;
+	int64		epoch;
+} TenureRow;
+
 extern void tenure_spi_begin(TenureSpi *spi);
 extern void tenure_spi_end(TenureSpi *spi);
 extern uint64 tenure_spi_exec(const char *sql, const char *types,
 							  Datum *values, const bool *isnull, int expected);
+extern int64 tenure_spi_int8(int col, bool *isnull);
+extern void tenure_load_row(const char *name, TenureRow *row, bool for_update);
+extern bool tenure_open_at_shutdown(const char *name);
+extern void tenure_history_close(const char *name, const TenureKey *key);
+extern int64 tenure_issue_epoch(const char *name, int64 floor);
+extern void tenure_history_start(const char *name, int64 epoch,
+								 const char *holder, bool session_bound);
 
 /* fence.c */
 extern char *tenure_tokens_string;

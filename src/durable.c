@@ -1,0 +1,338 @@
+/*-------------------------------------------------------------------------
+ *
+ * durable.c
+ *		The durable side of leases: statements run as the owner of
+ *		pg_tenure's tables, a lease's row, issuing epochs, and the history.
+ *
+ * Every function here runs inside an SPI session opened by
+ * tenure_spi_begin(), which becomes the owner of tenure.lease (the owner of
+ * all of the extension's tables) and pins search_path to pg_catalog, so
+ * that nothing in these statements resolves through the caller's
+ * search_path.  Callers check the caller's rights first.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "pg_tenure.h"
+
+/*
+ * Connect to SPI and become the owner of tenure.lease, which owns the
+ * extension's tables.
+ */
+void
+tenure_spi_begin(TenureSpi *spi)
+{
+	Oid			nsp;
+	Oid			rel;
+	HeapTuple	tup;
+	Oid			owner;
+
+	nsp = get_namespace_oid("tenure", false);
+	rel = get_relname_relid("lease", nsp);
+	if (!OidIsValid(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("pg_tenure is not installed in this database"),
+				 errhint("Run CREATE EXTENSION pg_tenure.")));
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(rel));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", rel);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	GetUserIdAndSecContext(&spi->save_userid, &spi->save_sec_context);
+	SetUserIdAndSecContext(owner, spi->save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+
+	/* never resolve anything through the caller's search_path */
+	spi->guc_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
+ * Leave SPI and become the caller again.
+ */
+void
+tenure_spi_end(TenureSpi *spi)
+{
+	AtEOXact_GUC(true, spi->guc_nestlevel);
+	SetUserIdAndSecContext(spi->save_userid, spi->save_sec_context);
+	SPI_finish();
+}
+
+/*
+ * Run one statement with text and bigint arguments; returns SPI_processed.
+ * types holds one letter per argument: 't' text, 'i' bigint, 'b' boolean,
+ * 'z' timestamptz, 'v' interval, 'o' oid; a NULL value is passed as SQL NULL.
+ */
+uint64
+tenure_spi_exec(const char *sql, const char *types, Datum *values,
+				const bool *isnull, int expected)
+{
+	int			nargs = strlen(types);
+	Oid			argtypes[8];
+	char		nulls[8] = {0};
+	int			rc;
+	int			i;
+
+	Assert(nargs <= 8);
+	for (i = 0; i < nargs; i++)
+	{
+		switch (types[i])
+		{
+			case 't':
+				argtypes[i] = TEXTOID;
+				break;
+			case 'i':
+				argtypes[i] = INT8OID;
+				break;
+			case 'b':
+				argtypes[i] = BOOLOID;
+				break;
+			case 'z':
+				argtypes[i] = TIMESTAMPTZOID;
+				break;
+			case 'v':
+				argtypes[i] = INTERVALOID;
+				break;
+			case 'o':
+				argtypes[i] = OIDOID;
+				break;
+			default:
+				elog(ERROR, "unknown SPI argument type %c", types[i]);
+		}
+		nulls[i] = (isnull != NULL && isnull[i]) ? 'n' : ' ';
+	}
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_with_args returned %d for \"%s\"", rc, sql);
+	return SPI_processed;
+}
+
+/*
+ * Fetch bigint column col (1-based) of row 0 of the last SPI result.
+ */
+int64
+tenure_spi_int8(int col, bool *isnull)
+{
+	Datum		d;
+	bool		n;
+
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &n);
+	if (isnull)
+		*isnull = n;
+	return n ? 0 : DatumGetInt64(d);
+}
+
+/*
+ * Load a lease's row; inside an SPI session.  Fails with 42704 if there is
+ * no such lease.  for_update locks the row.
+ */
+void
+tenure_load_row(const char *name, TenureRow *row, bool for_update)
+{
+	Datum		args[1];
+	bool		isnull;
+
+	args[0] = CStringGetTextDatum(name);
+	tenure_spi_exec(for_update ?
+					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
+					" lock_key, epoch FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE" :
+					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
+					" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
+					" lock_key, epoch FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+					"t", args, NULL,
+					SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease \"%s\" does not exist", name),
+				 errhint("Create it with tenure.create_lease().")));
+	row->id = tenure_spi_int8(1, NULL);
+	row->owner = (Oid) tenure_spi_int8(2, NULL);
+	row->ttl_us = tenure_spi_int8(3, NULL);
+	row->holdoff_us = tenure_spi_int8(4, &isnull);
+	if (isnull)
+		row->holdoff_us = -1;
+	row->lock_key = tenure_spi_int8(5, &isnull);
+	row->has_lock_key = !isnull;
+	row->epoch = tenure_spi_int8(6, NULL);
+}
+
+/*
+ * Whether a holder from before this server became ready (a crash, restart
+ * or promotion) may still believe it holds the lease: its latest tenure
+ * was open when the earlier server went down, or its latest epoch was
+ * issued on another timeline or cluster, whose last commits this server
+ * may never have received.  Such a holder believes at most until the
+ * time this server became ready plus the ttl.  Inside an SPI session.
+ */
+bool
+tenure_open_at_shutdown(const char *name)
+{
+	Datum		args[4];
+	bool		isnull;
+	bool		result;
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(tenure_shared->boot_id);
+	args[2] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[3] = Int64GetDatum(RecoveryInProgress() ? 0 : (int64) GetWALInsertionTimeLine());
+	tenure_spi_exec("SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id"
+					"   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					"   ORDER BY epoch DESC LIMIT 1) h"
+					"  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) 'server restart')"
+					"  AND h.boot_id OPERATOR(pg_catalog.<>) $2)"
+					" OR EXISTS (SELECT FROM tenure.lease l"
+					"  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE"
+					"   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1"
+					"   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3"
+					"    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END)",
+					"tiii", args, NULL, SPI_OK_SELECT);
+	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	return result && !isnull;
+}
+
+/*
+ * Record in tenure.history the end of every tenure of the lease that the
+ * table still shows open: the one shared memory says ended, and any left
+ * open by a server restart.  Inside an SPI session.
+ */
+void
+tenure_history_close(const char *name, const TenureKey *key)
+{
+	TenureLease *lease;
+	Datum		args[4];
+	bool		nulls[4] = {false, false, false, false};
+	const char *reason = NULL;
+	int64		epoch = 0;
+	TimestampTz ended = 0;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
+	if (lease != NULL && lease->ended_reason != TENURE_END_NONE)
+	{
+		reason = tenure_end_reason_name(lease->ended_reason);
+		epoch = lease->ended_epoch;
+		ended = lease->ended_wall;
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	/* tenures of any lease that were open when the server went down */
+	args[0] = Int64GetDatum(tenure_shared->boot_id);
+	args[1] = TimestampTzGetDatum(tenure_shared->ready_time);
+	tenure_spi_exec("UPDATE tenure.history"
+					" SET ended = GREATEST(started, $2), end_reason = 'server restart'"
+					" WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
+					" OR boot_id OPERATOR(pg_catalog.>) $1)",
+					"iz", args, nulls, SPI_OK_UPDATE);
+
+	/* this lease's tenure that shared memory saw end */
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
+	nulls[2] = (reason == NULL);
+	args[3] = TimestampTzGetDatum(ended);
+	nulls[3] = (reason == NULL);
+	tenure_spi_exec("UPDATE tenure.history SET"
+					" ended = COALESCE($4, pg_catalog.clock_timestamp()),"
+					" end_reason = CASE WHEN epoch OPERATOR(pg_catalog.=) $2"
+					"  THEN COALESCE($3, 'expired') ELSE 'expired' END"
+					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
+					"titz", args, nulls, SPI_OK_UPDATE);
+}
+
+/*
+ * Issue the lease's next epoch in its row and return it.  Inside an SPI
+ * session; floor is the latest epoch shared memory has seen.
+ *
+ * Epochs are era << 32 | counter.  While the row was last written by this
+ * cluster on this timeline, the next epoch is the stored one plus one.
+ * A row written elsewhere (before a promotion, in another cluster whose
+ * dump was restored here) starts a new era: the stored era plus the
+ * current timeline.  After a promotion the timeline has grown, so the new
+ * era exceeds every era the old primary used, even one it started from a
+ * row the standby never received.  Never below floor + 1, which covers a
+ * restore of an older dump into a running server.
+ */
+int64
+tenure_issue_epoch(const char *name, int64 floor)
+{
+	Datum		args[4];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[2] = Int64GetDatum((int64) GetWALInsertionTimeLine());
+	args[3] = Int64GetDatum(floor);
+	tenure_spi_exec("UPDATE tenure.lease SET epoch = GREATEST("
+					"  CASE WHEN issued_sysid OPERATOR(pg_catalog.=) $2"
+					"   AND issued_tli OPERATOR(pg_catalog.=) $3"
+					"  THEN epoch OPERATOR(pg_catalog.+) 1"
+					"  ELSE ((epoch OPERATOR(pg_catalog.>>) 32) OPERATOR(pg_catalog.+) $3)"
+					"   OPERATOR(pg_catalog.<<) 32 END,"
+					"  $4 OPERATOR(pg_catalog.+) 1),"
+					" issued_sysid = $2, issued_tli = $3"
+					" WHERE name OPERATOR(pg_catalog.=) $1 RETURNING epoch",
+					"tiii", args, NULL, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease \"%s\" does not exist", name),
+				 errhint("Create it with tenure.create_lease().")));
+	return tenure_spi_int8(1, NULL);
+}
+
+/*
+ * Record a new tenure or epoch in tenure.history and keep only the lease's
+ * tenure.history_per_lease most recent rows.  Inside an SPI session.
+ */
+void
+tenure_history_start(const char *name, int64 epoch, const char *holder,
+					 bool session_bound)
+{
+	Datum		args[5];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = CStringGetTextDatum(holder);
+	args[3] = BoolGetDatum(session_bound);
+	args[4] = Int64GetDatum(tenure_shared->boot_id);
+	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
+					" boot_id, issued_sysid, issued_tli)"
+					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
+					" issued_sysid, issued_tli FROM tenure.lease"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
+					"titbi", args, NULL, SPI_OK_INSERT);
+
+	args[1] = Int64GetDatum((int64) tenure_history_per_lease);
+	tenure_spi_exec("DELETE FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					" AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
+					"  WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
+					"  OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)",
+					"ti", args, NULL, SPI_OK_DELETE);
+}
+
