@@ -169,14 +169,31 @@ for n in $scale_sizes; do
 	printf '\\set k random(1, %s)\nSELECT tenure.leader_is('"'"'scale-'"'"' || :k, '"'"'h'"'"');\n' "$n" >"$dir/scale_leader.sql"
 	printf '\\set k random(1, %s)\nSELECT tenure.renew('"'"'scale-'"'"' || :k, '"'"'h'"'"');\n' "$n" >"$dir/scale_renew.sql"
 	chmod 644 "$dir"/scale_*.sql
+	cp "$dir/scale_leader.sql" "$dir/scale_leader_$n.sql"
+	cp "$dir/scale_renew.sql" "$dir/scale_renew_$n.sql"
+done
+# repeated and interleaved like the other scenarios; medians below
+echo "leases,clients,op,repeat,tps" >"$out/scale_raw.csv"
+for rep in $(seq "$REPEATS"); do
 	for c in $CLIENTS; do
+		for n in $scale_sizes; do
+			for op in leader renew; do
+				t=$(as_user env PGHOST=$dir PGPORT=$port $PG_BIN/pgbench -n -M prepared -c "$c" \
+					-j "$(( c < 2 ? 1 : 2 ))" -T "$DURATION" -f "$dir/scale_${op}_$n.sql" postgres 2>&1 |
+					awk '/^tps = .*without initial connection time/ {print $3}')
+				[ -n "$t" ] || { echo "bench: scale $op $n with $c clients failed" >&2; exit 1; }
+				echo "$n,$c,$op,$rep,$t" >>"$out/scale_raw.csv"
+				printf '  %-6s leases=%-6s c=%s r=%s tps=%s\n' "$op" "$n" "$c" "$rep" "$t"
+			done
+		done
+	done
+done
+for c in $CLIENTS; do
+	for n in $scale_sizes; do
 		for op in leader renew; do
-			t=$(as_user env PGHOST=$dir PGPORT=$port $PG_BIN/pgbench -n -M prepared -c "$c" \
-				-j "$(( c < 2 ? 1 : 2 ))" -T "$DURATION" -f "$dir/scale_$op.sql" postgres 2>&1 |
-				awk '/^tps = .*without initial connection time/ {print $3}')
-			[ -n "$t" ] || { echo "bench: scale $op $n with $c clients failed" >&2; exit 1; }
-			echo "$n,$c,$op,$t" >>"$out/scale.csv"
-			printf '  %-6s leases=%-6s c=%s tps=%s\n' "$op" "$n" "$c" "$t"
+			m=$(awk -F, -v n="$n" -v c="$c" -v op="$op" '$1==n && $2==c && $3==op {print $5}' "$out/scale_raw.csv" |
+				sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}')
+			echo "$n,$c,$op,$m" >>"$out/scale.csv"
 		done
 	done
 done
@@ -203,7 +220,7 @@ capacity=$(psql_q -c "SELECT current_setting('max_locks_per_transaction')::int *
 	echo
 	echo "## Scale"
 	echo
-	echo "A random lease among N live ones per call; ratio against the same operation with the fewest leases."
+	echo "A random lease among N live ones per call; median of $REPEATS runs; ratio against the same operation with the fewest leases."
 	echo
 	echo "| live leases | clients | leader_is TPS | ratio | renew TPS | ratio |"
 	echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
