@@ -268,10 +268,7 @@ retry:
 		current = lease->epoch;
 		live = tenure_is_live(lease, now);
 		if (tag)
-			SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId,
-								 (uint32) ((uint64) lease->lease_id >> 32),
-								 (uint32) lease->lease_id,
-								 TENURE_FENCE_LOCK_FIELD4);
+			tenure_fence_tag(lease, tag);
 	}
 	presented = tenure_presented(name, known ? lease : NULL);
 	LWLockRelease(tenure_shared->lock);
@@ -412,10 +409,7 @@ tenure_fence_precommit(void)
 			lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 			if (lease != NULL)
 			{
-				SET_LOCKTAG_ADVISORY(tag, MyDatabaseId,
-									 (uint32) ((uint64) lease->lease_id >> 32),
-									 (uint32) lease->lease_id,
-									 TENURE_FENCE_LOCK_FIELD4);
+				tenure_fence_tag(lease, &tag);
 				have_tag = true;
 			}
 			LWLockRelease(tenure_shared->lock);

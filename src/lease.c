@@ -519,22 +519,13 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 
 	if (lease->state != TENURE_FREE)
 	{
-		bool		mine = strcmp(lease->holder, holder) == 0;
+		/* ours (perhaps acquired earlier in this very transaction): renew */
+		int64		held = tenure_held_epoch(lease, holder, now);
 
-		if (lease->state == TENURE_HELD && mine)
+		if (held != 0)
 		{
 			lease->renewed_mono = now;
-			*epoch = lease->epoch;
-			result = 1;
-		}
-		else if (lease->state == TENURE_PENDING && mine &&
-				 lease->holder_pid == MyProcPid &&
-				 lease->holder_start == MyStartTimestamp &&
-				 lease->pending_epoch != 0)
-		{
-			/* acquired earlier in this very transaction */
-			lease->renewed_mono = now;
-			*epoch = lease->pending_epoch;
+			*epoch = held;
 			result = 1;
 		}
 		else
@@ -875,10 +866,7 @@ tenure_renew(PG_FUNCTION_ARGS)
 		if (OidIsValid(owner) && tenure_known_to_act_for(owner))
 		{
 			allowed = true;
-			if (strcmp(lease->holder, holder) == 0 &&
-				(tenure_is_live(lease, now) ||
-				 (lease->state == TENURE_PENDING && lease->holder_pid == MyProcPid &&
-				  lease->holder_start == MyStartTimestamp && lease->pending_epoch != 0)))
+			if (tenure_held_epoch(lease, holder, now) != 0)
 			{
 				lease->renewed_mono = now;
 				result = true;
@@ -938,22 +926,9 @@ tenure_release(PG_FUNCTION_ARGS)
 	now = tenure_mono_now();
 	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-	if (lease != NULL && strcmp(lease->holder, holder) == 0)
-	{
-		if (tenure_is_live(lease, now))
-		{
-			holds = true;
-			epoch = lease->epoch;
-		}
-		else if (lease->state == TENURE_PENDING &&
-				 lease->holder_pid == MyProcPid &&
-				 lease->holder_start == MyStartTimestamp &&
-				 lease->pending_epoch != 0)
-		{
-			holds = true;
-			epoch = lease->pending_epoch;
-		}
-	}
+	if (lease != NULL)
+		epoch = tenure_held_epoch(lease, holder, now);
+	holds = epoch != 0;
 	LWLockRelease(tenure_shared->lock);
 
 	if (holds)
@@ -1037,10 +1012,7 @@ tenure_holds(const TenureKey *key, const char *holder, bool *session_bound)
 
 	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
-	if (lease != NULL && strcmp(lease->holder, holder) == 0 &&
-		(tenure_is_live(lease, now) ||
-		 (lease->state == TENURE_PENDING && lease->holder_pid == MyProcPid &&
-		  lease->holder_start == MyStartTimestamp && lease->pending_epoch != 0)))
+	if (lease != NULL && tenure_held_epoch(lease, holder, now) != 0)
 	{
 		holds = true;
 		*session_bound = lease->session_bound;

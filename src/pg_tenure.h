@@ -143,8 +143,11 @@ extern TimestampTz tenure_mono_to_wall(int64 mono, int64 now_mono,
 									   TimestampTz now_wall);
 extern void tenure_make_key(TenureKey *key, Oid dbid, const char *name);
 extern void tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag);
+extern void tenure_fence_tag(const TenureLease *lease, LOCKTAG *tag);
 extern bool tenure_lease_tag_held(const TenureLease *lease);
 extern bool tenure_is_live(const TenureLease *lease, int64 now);
+extern int64 tenure_held_epoch(const TenureLease *lease, const char *holder,
+							   int64 now);
 extern void tenure_end(TenureLease *lease, TenureEndReason reason,
 					   int64 now);
 extern void tenure_wake_keeper(void);

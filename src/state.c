@@ -174,6 +174,19 @@ tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag)
 }
 
 /*
+ * The lease's fence lock tag: taken shared by committing fenced writers and
+ * exclusively by new tenures and claims (see fence.c).
+ */
+void
+tenure_fence_tag(const TenureLease *lease, LOCKTAG *tag)
+{
+	SET_LOCKTAG_ADVISORY(*tag, lease->key.dbid,
+						 (uint32) ((uint64) lease->lease_id >> 32),
+						 (uint32) lease->lease_id,
+						 TENURE_FENCE_LOCK_FIELD4);
+}
+
+/*
  * Whether the keeper's lock is the one the lease needs now (the lease may
  * have been dropped and created again with another id or lock_key).
  * Caller holds the LWLock.
@@ -197,6 +210,25 @@ tenure_is_live(const TenureLease *lease, int64 now)
 {
 	return lease->state == TENURE_HELD &&
 		now < lease->renewed_mono + lease->ttl_us;
+}
+
+/*
+ * The epoch at which holder holds the lease at "now": that of its live
+ * tenure, or of the tenure this very transaction is acquiring; 0 if it
+ * holds none.  Caller holds the LWLock.
+ */
+int64
+tenure_held_epoch(const TenureLease *lease, const char *holder, int64 now)
+{
+	if (strcmp(lease->holder, holder) != 0)
+		return 0;
+	if (tenure_is_live(lease, now))
+		return lease->epoch;
+	if (lease->state == TENURE_PENDING &&
+		lease->holder_pid == MyProcPid &&
+		lease->holder_start == MyStartTimestamp)
+		return lease->pending_epoch;	/* 0 until the epoch is issued */
+	return 0;
 }
 
 /*
