@@ -43,7 +43,11 @@ typedef enum TenureState
 	TENURE_HELD					/* a tenure (check expiry before trusting) */
 } TenureState;
 
-/* Why a tenure ended; the order matches tenure_end_reason_name(). */
+/*
+ * Why a tenure ended, as shared memory records it until the history is
+ * written (tenure_end_reason_name()).  Claims and server restarts are
+ * written to the history directly and need no value here.
+ */
 typedef enum TenureEndReason
 {
 	TENURE_END_NONE = 0,
@@ -51,8 +55,6 @@ typedef enum TenureEndReason
 	TENURE_END_EXPIRED,
 	TENURE_END_SESSION,
 	TENURE_END_REVOKED,
-	TENURE_END_CLAIMED,
-	TENURE_END_RESTART,
 	TENURE_END_DROPPED
 } TenureEndReason;
 

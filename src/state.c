@@ -296,10 +296,6 @@ tenure_end_reason_name(TenureEndReason reason)
 			return "session ended";
 		case TENURE_END_REVOKED:
 			return "revoked";
-		case TENURE_END_CLAIMED:
-			return "claimed";
-		case TENURE_END_RESTART:
-			return "server restart";
 		case TENURE_END_DROPPED:
 			return "dropped";
 	}
