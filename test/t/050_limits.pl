@@ -147,7 +147,7 @@ $small->safe_psql('postgres',
 	"SELECT tenure.create_lease('m' || i, '10 min', '0') FROM generate_series(1, 2000) i");
 
 # acquire one lease per transaction until one fails
-my ($ret, $stdout, $stderr) = $small->psql(
+($ret, $stdout, $stderr) = $small->psql(
 	'postgres', q{
 \set VERBOSITY verbose
 DO $$
