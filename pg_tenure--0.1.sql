@@ -66,6 +66,23 @@ SELECT pg_catalog.pg_extension_config_dump('tenure.fenced', '');
 REVOKE ALL ON tenure.lease, tenure.history, tenure.fenced FROM PUBLIC;
 GRANT SELECT ON tenure.history, tenure.fenced TO PUBLIC;
 
+-- Fence locks: only the relation locks on these views are used.  A lease's
+-- is tenure.fence_lock_<id mod 16> (TENURE_FENCE_LOCKS in the library).
+DO $$
+BEGIN
+	FOR slot IN 0..15 LOOP
+		EXECUTE pg_catalog.format(
+			'CREATE VIEW tenure.%I AS SELECT %s AS slot',
+			'fence_lock_' OPERATOR(pg_catalog.||) slot, slot);
+		EXECUTE pg_catalog.format(
+			'COMMENT ON VIEW tenure.%I IS %L',
+			'fence_lock_' OPERATOR(pg_catalog.||) slot,
+			'Fence lock of the leases whose id modulo 16 is ' OPERATOR(pg_catalog.||) slot
+			OPERATOR(pg_catalog.||) ': fenced commits hold it in ROW EXCLUSIVE mode, claims and new tenures in EXCLUSIVE mode');
+	END LOOP;
+END
+$$;
+
 --
 -- Functions
 --
@@ -195,7 +212,10 @@ SELECT l.name AS lease,
 	   l.owner,
 	   ARRAY(SELECT f.tbl FROM tenure.fenced f
 			 WHERE f.lease OPERATOR(pg_catalog.=) l.name
-			 ORDER BY f.tbl::pg_catalog.text) AS fences
+			 ORDER BY f.tbl::pg_catalog.text) AS fences,
+	   pg_catalog.format('tenure.fence_lock_%s',
+			(l.id OPERATOR(pg_catalog.%) 16 OPERATOR(pg_catalog.+) 16)
+			OPERATOR(pg_catalog.%) 16)::pg_catalog.regclass AS fence_lock
   FROM tenure.lease l
   LEFT JOIN tenure._lease_state() s ON s.lease OPERATOR(pg_catalog.=) l.name;
 COMMENT ON VIEW tenure.leases IS

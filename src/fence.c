@@ -15,14 +15,24 @@
  * The check.  A fenced write passes iff the lease has a live tenure whose
  * epoch equals the presented token.  The fence trigger checks at once and
  * records the lease; at XACT_EVENT_PRE_COMMIT the transaction takes a
- * transaction-level ShareLock on each recorded lease's fence tag (advisory,
- * field4 TENURE_FENCE_LOCK_FIELD4), in lease-name order, and checks again.
- * A transaction that starts a tenure or claims an epoch takes ExclusiveLock
- * on the same tag at its PRE_COMMIT and publishes the new epoch in its
- * COMMIT callback, before its locks are released.  Locks are released
- * after a commit becomes visible, so a writer that passed is visible before
- * any newer epoch is published, and a writer that checks later sees the
- * newer epoch: the fence is linearizable with claims and new tenures.
+ * transaction-level RowExclusiveLock on each recorded lease's fence lock
+ * and checks again.  A transaction that starts a tenure or claims an epoch
+ * takes ExclusiveLock on the same lock at its PRE_COMMIT and publishes the
+ * new epoch in its COMMIT callback, before its locks are released.  Locks
+ * are released after a commit becomes visible, so a writer that passed is
+ * visible before any newer epoch is published, and a writer that checks
+ * later sees the newer epoch: the fence is linearizable with claims and new
+ * tenures.
+ *
+ * The fence lock.  A lease's fence lock is a relation lock on one of the
+ * views tenure.fence_lock_0 .. tenure.fence_lock_15, chosen by the lease's
+ * id.  Writers' RowExclusiveLock takes the lock manager's per-backend fast
+ * path, so committing fenced writers never meet in a shared lock partition;
+ * an ExclusiveLock moves the fast-path entries of its relation to the
+ * shared table first, which claims and new tenures, being rare, can afford.
+ * Leases sharing a view only share the short wait while a claim commits.
+ * A transaction takes its fence locks in view order, the stronger mode
+ * first, so fenced writers and claimers never deadlock one another.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,6 +54,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -72,11 +83,11 @@ typedef struct TenureFenceUse
 {
 	char		lease[TENURE_NAME_MAX + 1];
 	char	   *table;			/* first fenced table written, or NULL */
-	LOCKMODE	mode;			/* ShareLock for writes, ExclusiveLock for
-								 * new epochs */
-	bool		have_tag;		/* the fence lock tag is known */
-	LOCKTAG		tag;			/* (the lease id cannot change while a
-								 * table it fences is being written) */
+	LOCKMODE	mode;			/* RowExclusiveLock for writes,
+								 * ExclusiveLock for new epochs */
+	bool		have_id;		/* lease_id is known */
+	int64		lease_id;		/* (it cannot change while a table the lease
+								 * fences is being written) */
 } TenureFenceUse;
 
 char	   *tenure_tokens_string = NULL;
@@ -84,6 +95,11 @@ static TenureTokens *tenure_tokens = NULL;
 
 /* leases this transaction wrote through or issues epochs for */
 static List *tenure_fence_uses = NIL;
+
+/* OIDs of this database's fence lock views, by slot */
+static Oid	tenure_fence_rels[TENURE_FENCE_LOCKS];
+static bool tenure_fence_rels_valid = false;
+static bool tenure_fence_rels_callback = false;
 
 /*
  * Whether a lease name may appear in tenure.tokens.
@@ -234,12 +250,12 @@ tenure_presented(const char *name, const TenureLease *lease)
 
 /*
  * Check a write to "table" fenced by lease "name"; raise TN002 if it does
- * not carry the current epoch of a live tenure.  If tag is not NULL, fill
- * it with the lease's fence lock tag.
+ * not carry the current epoch of a live tenure.  If lease_id is not NULL,
+ * set it to the lease's id.
  */
 static void
 tenure_fence_check(const char *name, const char *table, bool at_commit,
-				   LOCKTAG *tag)
+				   int64 *lease_id)
 {
 	TenureKey	key;
 	TenureLease *lease;
@@ -267,8 +283,8 @@ retry:
 	{
 		current = lease->epoch;
 		live = tenure_is_live(lease, now);
-		if (tag)
-			tenure_fence_tag(lease, tag);
+		if (lease_id)
+			*lease_id = lease->lease_id;
 	}
 	presented = tenure_presented(name, known ? lease : NULL);
 	LWLockRelease(tenure_shared->lock);
@@ -311,12 +327,12 @@ retry:
 }
 
 /*
- * Note that this transaction uses a lease's fence in the given mode; tag,
- * if known, is the lease's fence lock tag.
+ * Note that this transaction uses a lease's fence in the given mode;
+ * lease_id, if known, is the lease's id.
  */
 void
 tenure_fence_note(const char *lease, const char *table, LOCKMODE mode,
-				  const LOCKTAG *tag)
+				  const int64 *lease_id)
 {
 	ListCell   *lc;
 	MemoryContext old;
@@ -331,10 +347,10 @@ tenure_fence_note(const char *lease, const char *table, LOCKMODE mode,
 				use->mode = mode;
 			if (use->table == NULL && table != NULL)
 				use->table = MemoryContextStrdup(TopTransactionContext, table);
-			if (!use->have_tag && tag != NULL)
+			if (!use->have_id && lease_id != NULL)
 			{
-				use->tag = *tag;
-				use->have_tag = true;
+				use->lease_id = *lease_id;
+				use->have_id = true;
 			}
 			return;
 		}
@@ -345,10 +361,10 @@ tenure_fence_note(const char *lease, const char *table, LOCKMODE mode,
 	strlcpy(use->lease, lease, sizeof(use->lease));
 	use->table = table ? pstrdup(table) : NULL;
 	use->mode = mode;
-	if (tag != NULL)
+	if (lease_id != NULL)
 	{
-		use->tag = *tag;
-		use->have_tag = true;
+		use->lease_id = *lease_id;
+		use->have_id = true;
 	}
 	tenure_fence_uses = lappend(tenure_fence_uses, use);
 	MemoryContextSwitchTo(old);
@@ -369,19 +385,98 @@ tenure_fence_wrote(void)
 }
 
 /*
- * list_sort comparator: fence uses in lease-name order, the fixed order in
- * which a transaction takes its fence locks.
+ * The fence lock view of a lease id.
+ */
+static inline int
+tenure_fence_slot(int64 lease_id)
+{
+	return (int) ((uint64) lease_id % TENURE_FENCE_LOCKS);
+}
+
+/*
+ * Relcache callback: forget the fence lock views' OIDs when one of them,
+ * or everything, is invalidated (DROP EXTENSION, say).
+ */
+static void
+tenure_fence_rels_reset(Datum arg, Oid relid)
+{
+	int			i;
+
+	if (!tenure_fence_rels_valid)
+		return;
+	if (!OidIsValid(relid))
+	{
+		tenure_fence_rels_valid = false;
+		return;
+	}
+	for (i = 0; i < TENURE_FENCE_LOCKS; i++)
+		if (tenure_fence_rels[i] == relid)
+			tenure_fence_rels_valid = false;
+}
+
+/*
+ * The OID of the fence lock view of a lease id, looked up once per backend.
+ */
+static Oid
+tenure_fence_rel(int64 lease_id)
+{
+	if (!tenure_fence_rels_valid)
+	{
+		Oid			nsp = get_namespace_oid("tenure", true);
+		int			i;
+
+		if (!tenure_fence_rels_callback)
+		{
+			CacheRegisterRelcacheCallback(tenure_fence_rels_reset, (Datum) 0);
+			tenure_fence_rels_callback = true;
+		}
+		for (i = 0; i < TENURE_FENCE_LOCKS; i++)
+		{
+			char		name[NAMEDATALEN];
+
+			snprintf(name, sizeof(name), "fence_lock_%d", i);
+			tenure_fence_rels[i] = OidIsValid(nsp) ?
+				get_relname_relid(name, nsp) : InvalidOid;
+			if (!OidIsValid(tenure_fence_rels[i]))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_TABLE),
+						 errmsg("relation \"tenure.%s\" does not exist", name),
+						 errhint("pg_tenure's fence locks need the extension installed in this database, at the version of its library.")));
+		}
+		tenure_fence_rels_valid = true;
+	}
+	return tenure_fence_rels[tenure_fence_slot(lease_id)];
+}
+
+/*
+ * list_sort comparator: the order in which a transaction takes its fence
+ * locks, by view, the stronger mode first; leases of unknown id, which
+ * take no lock, last.
  */
 static int
 tenure_fence_use_cmp(const ListCell *a, const ListCell *b)
 {
-	return strcmp(((TenureFenceUse *) lfirst(a))->lease,
-				  ((TenureFenceUse *) lfirst(b))->lease);
+	const TenureFenceUse *ua = lfirst(a);
+	const TenureFenceUse *ub = lfirst(b);
+
+	if (ua->have_id != ub->have_id)
+		return ua->have_id ? -1 : 1;
+	if (ua->have_id)
+	{
+		int			sa = tenure_fence_slot(ua->lease_id);
+		int			sb = tenure_fence_slot(ub->lease_id);
+
+		if (sa != sb)
+			return sa < sb ? -1 : 1;
+		if (ua->mode != ub->mode)
+			return ua->mode > ub->mode ? -1 : 1;
+	}
+	return strcmp(ua->lease, ub->lease);
 }
 
 /*
- * PRE_COMMIT: take the fence locks in lease-name order and check every
- * fenced write.  May raise an ERROR, which aborts the transaction.
+ * PRE_COMMIT: take the fence locks in a fixed order and check every fenced
+ * write.  May raise an ERROR, which aborts the transaction.
  */
 void
 tenure_fence_precommit(void)
@@ -391,31 +486,38 @@ tenure_fence_precommit(void)
 	if (tenure_fence_uses == NIL)
 		return;
 
+	/* the lock's place needs the lease id, which shared memory knows */
+	foreach(lc, tenure_fence_uses)
+	{
+		TenureFenceUse *use = lfirst(lc);
+		TenureKey	key;
+		TenureLease *lease;
+
+		if (use->have_id)
+			continue;
+		tenure_make_key(&key, MyDatabaseId, use->lease);
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+		if (lease != NULL)
+		{
+			use->lease_id = lease->lease_id;
+			use->have_id = true;
+		}
+		LWLockRelease(tenure_shared->lock);
+	}
+
 	list_sort(tenure_fence_uses, tenure_fence_use_cmp);
 	foreach(lc, tenure_fence_uses)
 	{
 		TenureFenceUse *use = lfirst(lc);
-		LOCKTAG		tag = use->tag;
-		bool		have_tag = use->have_tag;
+		LOCKTAG		tag;
 
-		if (!have_tag)
-		{
-			TenureKey	key;
-			TenureLease *lease;
+		if (use->have_id)
+			SET_LOCKTAG_RELATION(tag, MyDatabaseId,
+								 tenure_fence_rel(use->lease_id));
 
-			/* the tag needs the lease id, which shared memory knows */
-			tenure_make_key(&key, MyDatabaseId, use->lease);
-			LWLockAcquire(tenure_shared->lock, LW_SHARED);
-			lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-			if (lease != NULL)
-			{
-				tenure_fence_tag(lease, &tag);
-				have_tag = true;
-			}
-			LWLockRelease(tenure_shared->lock);
-		}
-
-		if (have_tag && use->mode == ExclusiveLock && tenure_claim_timeout > 0)
+		if (use->have_id && use->mode == ExclusiveLock &&
+			tenure_claim_timeout > 0)
 		{
 			/*
 			 * A new epoch waits for writers that are committing; one stuck
@@ -434,7 +536,7 @@ tenure_fence_precommit(void)
 			(void) LockAcquire(&tag, use->mode, false, false);
 			AtEOXact_GUC(true, nestlevel);
 		}
-		else if (have_tag)
+		else if (use->have_id)
 			(void) LockAcquire(&tag, use->mode, false, false);
 
 		if (use->table != NULL)
@@ -461,7 +563,7 @@ tenure_fence_trigger(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	const char *lease;
 	const char *table;
-	LOCKTAG		tag;
+	int64		lease_id;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -479,8 +581,8 @@ tenure_fence_trigger(PG_FUNCTION_ARGS)
 	lease = trigdata->tg_trigger->tgargs[0];
 	table = RelationGetRelationName(trigdata->tg_relation);
 
-	tenure_fence_check(lease, table, false, &tag);
-	tenure_fence_note(lease, table, ShareLock, &tag);
+	tenure_fence_check(lease, table, false, &lease_id);
+	tenure_fence_note(lease, table, RowExclusiveLock, &lease_id);
 
 	return PointerGetDatum(NULL);
 }

@@ -29,8 +29,14 @@
  * SQL only ever produces 1 (bigint keys) and 2 (int4 pairs).
  */
 #define TENURE_LEASE_LOCK_FIELD4	0x7E41
-#define TENURE_FENCE_LOCK_FIELD4	0x7E42
 #define TENURE_PROBE_LOCK_FIELD4	0x7E43	/* the keeper's lock table probe */
+
+/*
+ * Fence locks are relation locks on the views tenure.fence_lock_0 .. _15
+ * (lease id modulo TENURE_FENCE_LOCKS): weak relation locks take the lock
+ * manager's per-backend fast path, which advisory locks never do.
+ */
+#define TENURE_FENCE_LOCKS			16
 
 /* SQLSTATEs of pg_tenure's own conditions. */
 #define ERRCODE_TENURE_LEASE_HELD	MAKE_SQLSTATE('T','N','0','0','1')
@@ -145,7 +151,6 @@ extern TimestampTz tenure_mono_to_wall(int64 mono, int64 now_mono,
 									   TimestampTz now_wall);
 extern void tenure_make_key(TenureKey *key, Oid dbid, const char *name);
 extern void tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag);
-extern void tenure_fence_tag(const TenureLease *lease, LOCKTAG *tag);
 extern bool tenure_lease_tag_held(const TenureLease *lease);
 extern bool tenure_is_live(const TenureLease *lease, int64 now);
 extern int64 tenure_held_epoch(const TenureLease *lease, const char *holder,
@@ -211,7 +216,7 @@ extern char *tenure_tokens_string;
 extern bool tenure_tokens_check(char **newval, void **extra, GucSource source);
 extern void tenure_tokens_assign(const char *newval, void *extra);
 extern void tenure_fence_note(const char *lease, const char *table,
-							  LOCKMODE mode, const LOCKTAG *tag);
+							  LOCKMODE mode, const int64 *lease_id);
 extern bool tenure_fence_wrote(void);
 extern void tenure_fence_precommit(void);
 extern void tenure_fence_reset(void);

@@ -174,19 +174,6 @@ tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag)
 }
 
 /*
- * The lease's fence lock tag: taken shared by committing fenced writers and
- * exclusively by new tenures and claims (see fence.c).
- */
-void
-tenure_fence_tag(const TenureLease *lease, LOCKTAG *tag)
-{
-	SET_LOCKTAG_ADVISORY(*tag, lease->key.dbid,
-						 (uint32) ((uint64) lease->lease_id >> 32),
-						 (uint32) lease->lease_id,
-						 TENURE_FENCE_LOCK_FIELD4);
-}
-
-/*
  * Whether the keeper's lock is the one the lease needs now (the lease may
  * have been dropped and created again with another id or lock_key).
  * Caller holds the LWLock.

@@ -1,0 +1,96 @@
+
+# A fenced COMMIT holds its lease's fence lock, a relation lock on the view
+# tenure.leases.fence_lock, in ROW EXCLUSIVE mode through the lock
+# manager's fast path.  A backend caches the views' OIDs: after DROP and
+# CREATE EXTENSION in another session it must lock the new views, or claims
+# (which lock the new ones) would no longer wait for its commits.
+#
+# A COMMIT is held half-way, past pg_tenure's pre-commit check, by an armed
+# temporary table ON COMMIT DELETE ROWS that another session keeps locked.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('fence_lock');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
+$node->start;
+
+# Create the extension, a lease "fl" fencing public.fl_t, and a tenure of
+# it; return the epoch.
+sub install
+{
+	$node->safe_psql(
+		'postgres', q{
+CREATE EXTENSION pg_tenure;
+SELECT tenure.create_lease('fl', ttl => '10 min', holdoff => '0');
+SELECT tenure.fence_table('public.fl_t', 'fl');
+});
+	return $node->safe_psql('postgres', "SELECT tenure.acquire('fl', 'writer')");
+}
+
+$node->safe_psql('postgres', 'CREATE TABLE public.fl_t (who text NOT NULL)');
+my $epoch = install();
+like($epoch, qr/^\d+$/, 'the writer holds lease fl');
+
+my $w = $node->background_psql('postgres');
+$w->query_safe('CREATE TEMP TABLE fl_pause (x int) ON COMMIT DELETE ROWS');
+my $w_pid = $w->query_safe('SELECT pg_backend_pid()');
+$w_pid =~ s/\s+//g;
+
+# a first fenced commit fills the backend's cache of the views' OIDs
+$w->query_safe(
+	"BEGIN; SELECT tenure.present('fl', $epoch, true); INSERT INTO public.fl_t VALUES ('first'); COMMIT;"
+);
+
+# Write with the current epoch and stop inside COMMIT; check the fence
+# lock the COMMIT holds; let it finish.
+sub paused_commit
+{
+	my ($epoch, $who, $what) = @_;
+
+	$w->query_safe(
+		"BEGIN; SELECT tenure.present('fl', $epoch, true); INSERT INTO public.fl_t VALUES ('$who'); INSERT INTO fl_pause VALUES (1);"
+	);
+	my $p = $node->background_psql('postgres');
+	$p->query_safe(
+		q{BEGIN; DO $$ BEGIN EXECUTE format('LOCK TABLE %s IN ACCESS SHARE MODE', (SELECT c.oid::regclass FROM pg_class c WHERE c.relname = 'fl_pause' AND c.relpersistence = 't')); END $$;}
+	);
+	$w->query_until(qr/started/, "\\echo started\nCOMMIT;\n");
+	ok( $node->poll_query_until(
+			'postgres',
+			"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $w_pid"),
+		"$what: COMMIT waits inside");
+	is( $node->safe_psql(
+			'postgres', qq{
+SELECT k.mode || ' ' || k.granted || ' ' || k.fastpath
+  FROM pg_locks k JOIN tenure.leases l ON k.relation = l.fence_lock
+ WHERE l.lease = 'fl' AND k.pid = $w_pid AND k.locktype = 'relation'
+}),
+		'RowExclusiveLock true true',
+		"$what: the COMMIT holds the lease's fence lock by the fast path");
+	$p->query_safe('COMMIT');
+	$p->quit;
+	$w->query_safe('SELECT 1');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM public.fl_t WHERE who = '$who'"),
+		'1', "$what: the row landed");
+	return;
+}
+
+paused_commit($epoch, 'second', 'cached views');
+
+# the extension is dropped and created again in another session
+$node->safe_psql('postgres', 'DROP EXTENSION pg_tenure CASCADE');
+my $epoch2 = install();
+like($epoch2, qr/^\d+$/, 'the writer holds the new lease fl');
+
+paused_commit($epoch2, 'third', 'after CREATE EXTENSION again');
+
+$w->quit;
+$node->stop;
+
+done_testing();
