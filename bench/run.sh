@@ -7,7 +7,8 @@
 #   bash bench/run.sh --smoke    # every scenario for 2 s, results in a temp dir
 #
 # Environment: DURATION (seconds per run, default 10), REPEATS (default 3),
-# CLIENTS (default "1 8"), TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
+# CLIENTS (default "1 8"), PAIRS and PAIR_SECONDS (paired fenced INSERT
+# runs, default 20 of 5 s), TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
 #
 # Runs as root: installs what it needs, builds and installs pg_tenure, and
 # starts a throwaway cluster owned by the user "tenure".
@@ -139,7 +140,7 @@ done
 # Fenced INSERT, paired: on a noisy 2-core machine consecutive runs differ
 # by up to 10%, more than the 5% target, so also alternate short plain and
 # fenced runs and take the median of the per-pair ratios.
-pairs=${PAIRS:-$([ -n "$smoke" ] && echo 1 || echo 12)}
+pairs=${PAIRS:-$([ -n "$smoke" ] && echo 1 || echo 20)}
 pair_s=${PAIR_SECONDS:-$([ -n "$smoke" ] && echo 1 || echo 5)}
 echo "fenced INSERT, $pairs paired runs of ${pair_s}s, 8 clients"
 echo "pair,plain_tps,fenced_tps,ratio" >"$out/fenced_pairs.csv"
