@@ -24,6 +24,9 @@ CREATE TABLE tenure.lease (
 	-- makes the next epoch start a new era (see README, "Epochs")
 	issued_sysid bigint,
 	issued_tli bigint,
+	-- N of the view tenure.fence_lock_N whose lock is the lease's fence
+	-- lock; create_lease picks the least used
+	fence_lock smallint NOT NULL DEFAULT 0 CHECK (fence_lock BETWEEN 0 AND 15),
 	created timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE tenure.lease IS
@@ -67,7 +70,7 @@ REVOKE ALL ON tenure.lease, tenure.history, tenure.fenced FROM PUBLIC;
 GRANT SELECT ON tenure.history, tenure.fenced TO PUBLIC;
 
 -- Fence locks: only the relation locks on these views are used.  A lease's
--- is tenure.fence_lock_<id mod 16> (TENURE_FENCE_LOCKS in the library).
+-- is tenure.fence_lock_<tenure.lease.fence_lock> (TENURE_FENCE_LOCKS views).
 DO $$
 BEGIN
 	FOR slot IN 0..15 LOOP
@@ -77,7 +80,7 @@ BEGIN
 		EXECUTE pg_catalog.format(
 			'COMMENT ON VIEW tenure.%I IS %L',
 			'fence_lock_' OPERATOR(pg_catalog.||) slot,
-			'Fence lock of the leases whose id modulo 16 is ' OPERATOR(pg_catalog.||) slot
+			'Fence lock of the leases with fence_lock ' OPERATOR(pg_catalog.||) slot
 			OPERATOR(pg_catalog.||) ': fenced commits hold it in ROW EXCLUSIVE mode, claims and new tenures in EXCLUSIVE mode');
 	END LOOP;
 END
@@ -213,9 +216,7 @@ SELECT l.name AS lease,
 	   ARRAY(SELECT f.tbl FROM tenure.fenced f
 			 WHERE f.lease OPERATOR(pg_catalog.=) l.name
 			 ORDER BY f.tbl::pg_catalog.text) AS fences,
-	   pg_catalog.format('tenure.fence_lock_%s',
-			(l.id OPERATOR(pg_catalog.%) 16 OPERATOR(pg_catalog.+) 16)
-			OPERATOR(pg_catalog.%) 16)::pg_catalog.regclass AS fence_lock
+	   pg_catalog.format('tenure.fence_lock_%s', l.fence_lock)::pg_catalog.regclass AS fence_lock
   FROM tenure.lease l
   LEFT JOIN tenure._lease_state() s ON s.lease OPERATOR(pg_catalog.=) l.name;
 COMMENT ON VIEW tenure.leases IS

@@ -159,11 +159,13 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
 					" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
 					" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
-					" lock_key, epoch FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE" :
+					" lock_key, epoch, fence_lock::pg_catalog.int8"
+					" FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE" :
 					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
 					" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
 					" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
-					" lock_key, epoch FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+					" lock_key, epoch, fence_lock::pg_catalog.int8"
+					" FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
 					"t", args, NULL,
 					SPI_OK_SELECT);
 	if (SPI_processed == 0)
@@ -180,6 +182,14 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 	row->lock_key = tenure_spi_int8(5, &isnull);
 	row->has_lock_key = !isnull;
 	row->epoch = tenure_spi_int8(6, NULL);
+	row->fence_lock = (int) tenure_spi_int8(7, NULL);
+	if (row->fence_lock < 0 || row->fence_lock >= TENURE_FENCE_LOCKS)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("lease \"%s\" has an invalid fence_lock %d", name,
+						row->fence_lock),
+				 errdetail("tenure.lease.fence_lock must be between 0 and %d.",
+						   TENURE_FENCE_LOCKS - 1)));
 }
 
 /*

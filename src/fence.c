@@ -25,14 +25,16 @@
  * tenures.
  *
  * The fence lock.  A lease's fence lock is a relation lock on one of the
- * views tenure.fence_lock_0 .. tenure.fence_lock_15, chosen by the lease's
- * id.  Writers' RowExclusiveLock takes the lock manager's per-backend fast
- * path, so committing fenced writers never meet in a shared lock partition;
- * an ExclusiveLock moves the fast-path entries of its relation to the
- * shared table first, which claims and new tenures, being rare, can afford.
- * Leases sharing a view only share the short wait while a claim commits.
- * A transaction takes its fence locks in view order, the stronger mode
- * first, so fenced writers and claimers never deadlock one another.
+ * views tenure.fence_lock_0 .. tenure.fence_lock_15, the one its row names
+ * (create_lease picks the least used).  Writers' RowExclusiveLock takes the
+ * lock manager's per-backend fast path while the backend has a free slot,
+ * so committing fenced writers do not meet in a shared lock partition; an
+ * ExclusiveLock moves the fast-path entries of its relation to the shared
+ * table first, which claims and new tenures, being rare, can afford.
+ * Leases sharing a view share the wait while a claim or a fenced write of
+ * one of them commits; the check itself is per lease.  A transaction takes
+ * its fence locks in view order, the stronger mode first, so fenced
+ * writers and claimers never deadlock one another.
  *
  *-------------------------------------------------------------------------
  */
@@ -85,9 +87,9 @@ typedef struct TenureFenceUse
 	char	   *table;			/* first fenced table written, or NULL */
 	LOCKMODE	mode;			/* RowExclusiveLock for writes,
 								 * ExclusiveLock for new epochs */
-	bool		have_id;		/* lease_id is known */
-	int64		lease_id;		/* (it cannot change while a table the lease
-								 * fences is being written) */
+	int			fence_lock;		/* the lease's fence lock view, or -1 if not
+								 * known yet (it cannot change while a table
+								 * the lease fences is being written) */
 } TenureFenceUse;
 
 char	   *tenure_tokens_string = NULL;
@@ -96,10 +98,10 @@ static TenureTokens *tenure_tokens = NULL;
 /* leases this transaction wrote through or issues epochs for */
 static List *tenure_fence_uses = NIL;
 
-/* OIDs of this database's fence lock views, by slot */
+/* OIDs of this database's fence lock views, by number */
 static Oid	tenure_fence_rels[TENURE_FENCE_LOCKS];
 static bool tenure_fence_rels_valid = false;
-static bool tenure_fence_rels_callback = false;
+static uint64 tenure_fence_rels_resets = 0;
 
 /*
  * Whether a lease name may appear in tenure.tokens.
@@ -250,12 +252,12 @@ tenure_presented(const char *name, const TenureLease *lease)
 
 /*
  * Check a write to "table" fenced by lease "name"; raise TN002 if it does
- * not carry the current epoch of a live tenure.  If lease_id is not NULL,
- * set it to the lease's id.
+ * not carry the current epoch of a live tenure.  If fence_lock is not
+ * NULL, set it to the lease's fence lock view.
  */
 static void
 tenure_fence_check(const char *name, const char *table, bool at_commit,
-				   int64 *lease_id)
+				   int *fence_lock)
 {
 	TenureKey	key;
 	TenureLease *lease;
@@ -283,8 +285,8 @@ retry:
 	{
 		current = lease->epoch;
 		live = tenure_is_live(lease, now);
-		if (lease_id)
-			*lease_id = lease->lease_id;
+		if (fence_lock)
+			*fence_lock = lease->fence_lock;
 	}
 	presented = tenure_presented(name, known ? lease : NULL);
 	LWLockRelease(tenure_shared->lock);
@@ -328,11 +330,11 @@ retry:
 
 /*
  * Note that this transaction uses a lease's fence in the given mode;
- * lease_id, if known, is the lease's id.
+ * fence_lock is the lease's fence lock view, or -1 if not known.
  */
 void
 tenure_fence_note(const char *lease, const char *table, LOCKMODE mode,
-				  const int64 *lease_id)
+				  int fence_lock)
 {
 	ListCell   *lc;
 	MemoryContext old;
@@ -347,11 +349,8 @@ tenure_fence_note(const char *lease, const char *table, LOCKMODE mode,
 				use->mode = mode;
 			if (use->table == NULL && table != NULL)
 				use->table = MemoryContextStrdup(TopTransactionContext, table);
-			if (!use->have_id && lease_id != NULL)
-			{
-				use->lease_id = *lease_id;
-				use->have_id = true;
-			}
+			if (use->fence_lock < 0)
+				use->fence_lock = fence_lock;
 			return;
 		}
 	}
@@ -361,11 +360,7 @@ tenure_fence_note(const char *lease, const char *table, LOCKMODE mode,
 	strlcpy(use->lease, lease, sizeof(use->lease));
 	use->table = table ? pstrdup(table) : NULL;
 	use->mode = mode;
-	if (lease_id != NULL)
-	{
-		use->lease_id = *lease_id;
-		use->have_id = true;
-	}
+	use->fence_lock = fence_lock;
 	tenure_fence_uses = lappend(tenure_fence_uses, use);
 	MemoryContextSwitchTo(old);
 }
@@ -385,15 +380,6 @@ tenure_fence_wrote(void)
 }
 
 /*
- * The fence lock view of a lease id.
- */
-static inline int
-tenure_fence_slot(int64 lease_id)
-{
-	return (int) ((uint64) lease_id % TENURE_FENCE_LOCKS);
-}
-
-/*
  * Relcache callback: forget the fence lock views' OIDs when one of them,
  * or everything, is invalidated (DROP EXTENSION, say).
  */
@@ -402,34 +388,37 @@ tenure_fence_rels_reset(Datum arg, Oid relid)
 {
 	int			i;
 
-	if (!tenure_fence_rels_valid)
-		return;
 	if (!OidIsValid(relid))
-	{
 		tenure_fence_rels_valid = false;
-		return;
-	}
-	for (i = 0; i < TENURE_FENCE_LOCKS; i++)
+	for (i = 0; i < TENURE_FENCE_LOCKS && tenure_fence_rels_valid; i++)
 		if (tenure_fence_rels[i] == relid)
 			tenure_fence_rels_valid = false;
+	tenure_fence_rels_resets++;
 }
 
 /*
- * The OID of the fence lock view of a lease id, looked up once per backend.
+ * At library load: register the relcache callback (registering later could
+ * find the callback slots taken, which is FATAL).
+ */
+void
+tenure_fence_init(void)
+{
+	CacheRegisterRelcacheCallback(tenure_fence_rels_reset, (Datum) 0);
+}
+
+/*
+ * The OID of fence lock view number n, looked up once per backend.
  */
 static Oid
-tenure_fence_rel(int64 lease_id)
+tenure_fence_rel(int n)
 {
-	if (!tenure_fence_rels_valid)
+	Assert(n >= 0 && n < TENURE_FENCE_LOCKS);
+	while (!tenure_fence_rels_valid)
 	{
+		uint64		resets = tenure_fence_rels_resets;
 		Oid			nsp = get_namespace_oid("tenure", true);
 		int			i;
 
-		if (!tenure_fence_rels_callback)
-		{
-			CacheRegisterRelcacheCallback(tenure_fence_rels_reset, (Datum) 0);
-			tenure_fence_rels_callback = true;
-		}
 		for (i = 0; i < TENURE_FENCE_LOCKS; i++)
 		{
 			char		name[NAMEDATALEN];
@@ -440,18 +429,19 @@ tenure_fence_rel(int64 lease_id)
 			if (!OidIsValid(tenure_fence_rels[i]))
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_TABLE),
-						 errmsg("relation \"tenure.%s\" does not exist", name),
-						 errhint("pg_tenure's fence locks need the extension installed in this database, at the version of its library.")));
+						 errmsg("pg_tenure's fence lock view \"tenure.%s\" does not exist", name),
+						 errhint("pg_tenure must stay installed in this database, at the version of its library, while its leases are claimed or its fenced tables written.")));
 		}
-		tenure_fence_rels_valid = true;
+		/* look again if an invalidation arrived during the lookups */
+		tenure_fence_rels_valid = (resets == tenure_fence_rels_resets);
 	}
-	return tenure_fence_rels[tenure_fence_slot(lease_id)];
+	return tenure_fence_rels[n];
 }
 
 /*
  * list_sort comparator: the order in which a transaction takes its fence
- * locks, by view, the stronger mode first; leases of unknown id, which
- * take no lock, last.
+ * locks, by view, the stronger mode first; leases whose view is unknown,
+ * which take no lock, last.
  */
 static int
 tenure_fence_use_cmp(const ListCell *a, const ListCell *b)
@@ -459,18 +449,12 @@ tenure_fence_use_cmp(const ListCell *a, const ListCell *b)
 	const TenureFenceUse *ua = lfirst(a);
 	const TenureFenceUse *ub = lfirst(b);
 
-	if (ua->have_id != ub->have_id)
-		return ua->have_id ? -1 : 1;
-	if (ua->have_id)
-	{
-		int			sa = tenure_fence_slot(ua->lease_id);
-		int			sb = tenure_fence_slot(ub->lease_id);
-
-		if (sa != sb)
-			return sa < sb ? -1 : 1;
-		if (ua->mode != ub->mode)
-			return ua->mode > ub->mode ? -1 : 1;
-	}
+	if ((ua->fence_lock < 0) != (ub->fence_lock < 0))
+		return ua->fence_lock >= 0 ? -1 : 1;
+	if (ua->fence_lock != ub->fence_lock)
+		return ua->fence_lock < ub->fence_lock ? -1 : 1;
+	if (ua->mode != ub->mode)
+		return ua->mode > ub->mode ? -1 : 1;
 	return strcmp(ua->lease, ub->lease);
 }
 
@@ -486,23 +470,20 @@ tenure_fence_precommit(void)
 	if (tenure_fence_uses == NIL)
 		return;
 
-	/* the lock's place needs the lease id, which shared memory knows */
+	/* claims and new tenures learn their lease's view here */
 	foreach(lc, tenure_fence_uses)
 	{
 		TenureFenceUse *use = lfirst(lc);
 		TenureKey	key;
 		TenureLease *lease;
 
-		if (use->have_id)
+		if (use->fence_lock >= 0)
 			continue;
 		tenure_make_key(&key, MyDatabaseId, use->lease);
 		LWLockAcquire(tenure_shared->lock, LW_SHARED);
 		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 		if (lease != NULL)
-		{
-			use->lease_id = lease->lease_id;
-			use->have_id = true;
-		}
+			use->fence_lock = lease->fence_lock;
 		LWLockRelease(tenure_shared->lock);
 	}
 
@@ -512,11 +493,11 @@ tenure_fence_precommit(void)
 		TenureFenceUse *use = lfirst(lc);
 		LOCKTAG		tag;
 
-		if (use->have_id)
+		if (use->fence_lock >= 0)
 			SET_LOCKTAG_RELATION(tag, MyDatabaseId,
-								 tenure_fence_rel(use->lease_id));
+								 tenure_fence_rel(use->fence_lock));
 
-		if (use->have_id && use->mode == ExclusiveLock &&
+		if (use->fence_lock >= 0 && use->mode == ExclusiveLock &&
 			tenure_claim_timeout > 0)
 		{
 			/*
@@ -536,7 +517,7 @@ tenure_fence_precommit(void)
 			(void) LockAcquire(&tag, use->mode, false, false);
 			AtEOXact_GUC(true, nestlevel);
 		}
-		else if (use->have_id)
+		else if (use->fence_lock >= 0)
 			(void) LockAcquire(&tag, use->mode, false, false);
 
 		if (use->table != NULL)
@@ -563,7 +544,7 @@ tenure_fence_trigger(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	const char *lease;
 	const char *table;
-	int64		lease_id;
+	int			fence_lock = -1;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -581,8 +562,8 @@ tenure_fence_trigger(PG_FUNCTION_ARGS)
 	lease = trigdata->tg_trigger->tgargs[0];
 	table = RelationGetRelationName(trigdata->tg_relation);
 
-	tenure_fence_check(lease, table, false, &lease_id);
-	tenure_fence_note(lease, table, RowExclusiveLock, &lease_id);
+	tenure_fence_check(lease, table, false, &fence_lock);
+	tenure_fence_note(lease, table, RowExclusiveLock, fence_lock);
 
 	return PointerGetDatum(NULL);
 }

@@ -180,13 +180,23 @@ tenure_require_primary(const char *action)
  */
 static Oid	tenure_acting_user = InvalidOid;
 static Oid	tenure_acting_owner = InvalidOid;
-static bool tenure_acting_callbacks = false;
 
 static void
 tenure_acting_reset(Datum arg, int cacheid, uint32 hashvalue)
 {
 	tenure_acting_user = InvalidOid;
 	tenure_acting_owner = InvalidOid;
+}
+
+/*
+ * At library load: register the cache callbacks (registering later could
+ * find the callback slots taken, which is FATAL).
+ */
+void
+tenure_lease_init(void)
+{
+	CacheRegisterSyscacheCallback(AUTHOID, tenure_acting_reset, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, tenure_acting_reset, (Datum) 0);
 }
 
 /*
@@ -216,12 +226,6 @@ tenure_check_owner(const char *name, Oid owner, Oid caller)
 				 errdetail("Only roles with the privileges of role \"%s\" may acquire, renew, release, claim or drop it.",
 						   GetUserNameFromId(owner, true) ?
 						   GetUserNameFromId(owner, true) : "?")));
-	if (!tenure_acting_callbacks)
-	{
-		CacheRegisterSyscacheCallback(AUTHOID, tenure_acting_reset, (Datum) 0);
-		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, tenure_acting_reset, (Datum) 0);
-		tenure_acting_callbacks = true;
-	}
 	tenure_acting_user = caller;
 	tenure_acting_owner = owner;
 }
@@ -327,6 +331,7 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 	/* epochs only grow; the row may be ahead of an idle entry */
 	lease->epoch = Max(lease->epoch, row->epoch);
 	lease->lease_id = row->id;
+	lease->fence_lock = row->fence_lock;
 	lease->owner = row->owner;
 	lease->ttl_us = row->ttl_us;
 	lease->holdoff_us = row->holdoff_us;
@@ -410,12 +415,16 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 	/*
 	 * A lease created again under an old name continues that name's epochs,
 	 * and where they were issued, so that tokens of the old lease never
-	 * become valid again.
+	 * become valid again.  Its fence lock is the least used one, so that up
+	 * to TENURE_FENCE_LOCKS leases of a database never share one.
 	 */
 	tenure_spi_exec("INSERT INTO tenure.lease (name, ttl, holdoff, lock_key, owner,"
-					" epoch, issued_sysid, issued_tli)"
+					" epoch, issued_sysid, issued_tli, fence_lock)"
 					" SELECT $1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole,"
-					" COALESCE(h.epoch, 0), h.issued_sysid, h.issued_tli"
+					" COALESCE(h.epoch, 0), h.issued_sysid, h.issued_tli,"
+					" (SELECT s FROM pg_catalog.generate_series(0, " CppAsString2(TENURE_FENCE_LOCKS) " - 1) s"
+					"   ORDER BY (SELECT pg_catalog.count(*) FROM tenure.lease l"
+					"             WHERE l.fence_lock OPERATOR(pg_catalog.=) s), s LIMIT 1)"
 					" FROM (SELECT) one LEFT JOIN (SELECT epoch, issued_sysid, issued_tli"
 					"  FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
 					"  ORDER BY epoch DESC LIMIT 1) h ON true",

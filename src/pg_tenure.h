@@ -33,8 +33,9 @@
 
 /*
  * Fence locks are relation locks on the views tenure.fence_lock_0 .. _15
- * (lease id modulo TENURE_FENCE_LOCKS): weak relation locks take the lock
- * manager's per-backend fast path, which advisory locks never do.
+ * (a lease's is the one its row names): weak relation locks take the lock
+ * manager's per-backend fast path, which advisory locks never do.  The
+ * install script creates the same number of views.
  */
 #define TENURE_FENCE_LOCKS			16
 
@@ -82,6 +83,7 @@ typedef struct TenureLease
 
 	/* settings, copied from tenure.lease when the entry is loaded */
 	int64		lease_id;
+	int			fence_lock;		/* N of view tenure.fence_lock_N */
 	Oid			owner;
 	int64		ttl_us;
 	int64		holdoff_us;		/* -1: automatic hold-off */
@@ -183,6 +185,7 @@ typedef struct TenureSpi
 } TenureSpi;
 
 /* lease.c */
+extern void tenure_lease_init(void);
 extern void tenure_ensure_entry(const char *name, const TenureKey *key);
 
 /* durable.c */
@@ -197,6 +200,7 @@ typedef struct TenureRow
 	bool		has_lock_key;
 	int64		lock_key;
 	int64		epoch;
+	int			fence_lock;
 } TenureRow;
 
 extern void tenure_spi_begin(TenureSpi *spi);
@@ -215,8 +219,9 @@ extern void tenure_history_start(const char *name, int64 epoch,
 extern char *tenure_tokens_string;
 extern bool tenure_tokens_check(char **newval, void **extra, GucSource source);
 extern void tenure_tokens_assign(const char *newval, void *extra);
+extern void tenure_fence_init(void);
 extern void tenure_fence_note(const char *lease, const char *table,
-							  LOCKMODE mode, const int64 *lease_id);
+							  LOCKMODE mode, int fence_lock);
 extern bool tenure_fence_wrote(void);
 extern void tenure_fence_precommit(void);
 extern void tenure_fence_reset(void);

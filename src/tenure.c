@@ -129,4 +129,6 @@ _PG_init(void)
 
 	tenure_register_keeper();
 	tenure_txn_init();
+	tenure_lease_init();
+	tenure_fence_init();
 }

@@ -157,8 +157,9 @@ tenure_txn_effective(const TenureAction *act)
 }
 
 /*
- * PRE_COMMIT: new tenures and claims take their lease's fence lock
- * exclusively, fenced writes take it shared and are checked (fence.c).
+ * PRE_COMMIT: new tenures and claims take their lease's fence lock in
+ * ExclusiveLock mode, fenced writes in RowExclusiveLock mode, and are
+ * checked (fence.c).
  */
 static void
 tenure_txn_precommit(void)
@@ -176,7 +177,7 @@ tenure_txn_precommit(void)
 		effective = tenure_txn_effective(act);
 		LWLockRelease(tenure_shared->lock);
 		if (effective)
-			tenure_fence_note(act->key.name, NULL, ExclusiveLock, NULL);
+			tenure_fence_note(act->key.name, NULL, ExclusiveLock, -1);
 	}
 	tenure_fence_precommit();
 }

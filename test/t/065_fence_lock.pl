@@ -4,6 +4,7 @@
 # manager's fast path.  A backend caches the views' OIDs: after DROP and
 # CREATE EXTENSION in another session it must lock the new views, or claims
 # (which lock the new ones) would no longer wait for its commits.
+# create_lease spreads leases over the sixteen views.
 #
 # A COMMIT is held half-way, past pg_tenure's pre-commit check, by an armed
 # temporary table ON COMMIT DELETE ROWS that another session keeps locked.
@@ -42,17 +43,17 @@ $w->query_safe('CREATE TEMP TABLE fl_pause (x int) ON COMMIT DELETE ROWS');
 my $w_pid = $w->query_safe('SELECT pg_backend_pid()');
 $w_pid =~ s/\s+//g;
 
-# a first fenced commit fills the backend's cache of the views' OIDs
-$w->query_safe(
-	"BEGIN; SELECT tenure.present('fl', $epoch, true); INSERT INTO public.fl_t VALUES ('first'); COMMIT;"
-);
-
 # Write with the current epoch and stop inside COMMIT; check the fence
 # lock the COMMIT holds; let it finish.
 sub paused_commit
 {
 	my ($epoch, $who, $what) = @_;
 
+	# a committed write first, so that the catalog lookups of a cold cache
+	# do not fill the backend's fast-path slots in the paused transaction
+	$w->query_safe(
+		"BEGIN; SELECT tenure.present('fl', $epoch, true); INSERT INTO public.fl_t VALUES ('warm'); COMMIT;"
+	);
 	$w->query_safe(
 		"BEGIN; SELECT tenure.present('fl', $epoch, true); INSERT INTO public.fl_t VALUES ('$who'); INSERT INTO fl_pause VALUES (1);"
 	);
@@ -91,6 +92,30 @@ like($epoch2, qr/^\d+$/, 'the writer holds the new lease fl');
 paused_commit($epoch2, 'third', 'after CREATE EXTENSION again');
 
 $w->quit;
+
+# sixteen leases take sixteen views; the seventeenth shares the least used
+# (the lowest-numbered on a tie); a dropped lease's view is used again next
+$node->safe_psql('postgres',
+	"SELECT tenure.create_lease('s' || i) FROM generate_series(1, 15) i");
+is( $node->safe_psql(
+		'postgres',
+		'SELECT count(*) || \' \' || count(DISTINCT fence_lock) FROM tenure.leases'),
+	'16 16',
+	'sixteen leases, sixteen fence lock views');
+sub view_of
+{
+	my ($lease) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT c.relname FROM tenure.leases l JOIN pg_class c ON c.oid = l.fence_lock WHERE l.lease = '$lease'"
+	);
+}
+$node->safe_psql('postgres', "SELECT tenure.create_lease('s16')");
+is(view_of('s16'), view_of('fl'), 'the seventeenth lease shares the view of the first');
+my $freed = view_of('s7');
+$node->safe_psql('postgres',
+	"SELECT tenure.drop_lease('s7'); SELECT tenure.create_lease('s17')");
+is(view_of('s17'), $freed, 'a new lease takes the view a dropped one left');
+
 $node->stop;
 
 done_testing();
