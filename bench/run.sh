@@ -8,7 +8,8 @@
 #
 # Environment: DURATION (seconds per run, default 10), REPEATS (default 3),
 # CLIENTS (default "1 8"), PAIRS and PAIR_SECONDS (paired fenced INSERT
-# runs, default 20 of 5 s), TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
+# runs, default 20 of 5 s), MIXES and MIX_SECONDS (interleaved fenced INSERT
+# runs, default 5 of 10 s), TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
 #
 # Runs as root: installs what it needs, builds and installs pg_tenure, and
 # starts a throwaway cluster owned by the user "tenure".
@@ -167,6 +168,36 @@ pair_min=$(tail -n +2 "$out/fenced_pairs.csv" | cut -d, -f4 | sort -g | head -1)
 pair_max=$(tail -n +2 "$out/fenced_pairs.csv" | cut -d, -f4 | sort -g | tail -1)
 echo "  fenced/plain: median $pair_median ($pair_min..$pair_max)"
 
+# Fenced INSERT, interleaved: one pgbench run whose 8 clients pick the plain
+# or the fenced INSERT at random for each transaction, so both see exactly
+# the same machine.  Each transaction's latency comes from pgbench's
+# per-transaction log; with a fixed number of clients TPS is inversely
+# proportional to latency, so plain/fenced mean latency is the TPS ratio.
+mixes=${MIXES:-$([ -n "$smoke" ] && echo 1 || echo 5)}
+mix_s=${MIX_SECONDS:-$([ -n "$smoke" ] && echo 1 || echo 10)}
+echo "fenced INSERT, $mixes interleaved runs of ${mix_s}s, 8 clients"
+echo "run,plain_tx,plain_mean_us,fenced_tx,fenced_mean_us,ratio" >"$out/fenced_mixed.csv"
+for i in $(seq "$mixes"); do
+	rm -f "$dir"/mix_log*
+	as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="-c tenure.tokens=bench-writer=$epoch" \
+		$PG_BIN/pgbench -n -M prepared -c 8 -j 2 -T "$mix_s" -l --log-prefix="$dir/mix_log" \
+		-f "$here/scripts/insert_plain.sql@1" -f "$here/scripts/insert_fenced.sql@1" postgres >/dev/null 2>&1 ||
+		{ echo "bench: interleaved fenced INSERT failed" >&2; exit 1; }
+	# log lines: client transaction latency_us script epoch_s epoch_us
+	cat "$dir"/mix_log* | awk -v i="$i" '
+		{ n[$4]++; t[$4] += $3 }
+		END {
+			if (n[0] == 0 || n[1] == 0) exit 1
+			printf "%d,%d,%.2f,%d,%.2f,%.4f\n", i, n[0], t[0] / n[0], n[1], t[1] / n[1], (t[0] / n[0]) / (t[1] / n[1])
+		}' >>"$out/fenced_mixed.csv" || { echo "bench: interleaved run logged no transactions" >&2; exit 1; }
+done
+rm -f "$dir"/mix_log*
+mix_median=$(tail -n +2 "$out/fenced_mixed.csv" | cut -d, -f6 | sort -g |
+	awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}')
+mix_min=$(tail -n +2 "$out/fenced_mixed.csv" | cut -d, -f6 | sort -g | head -1)
+mix_max=$(tail -n +2 "$out/fenced_mixed.csv" | cut -d, -f6 | sort -g | tail -1)
+echo "  fenced/plain (plain mean latency / fenced mean latency): median $mix_median ($mix_min..$mix_max)"
+
 # Failover: the holder's backend exits while a candidate waits.
 cc -O2 -Wall -Wextra -Werror -I"$($PG_CONFIG --includedir)" -o "$dir/failover" \
 	"$here/failover.c" -L"$($PG_CONFIG --libdir)" -lpq
@@ -242,6 +273,14 @@ capacity=$(psql_q -c "SELECT current_setting('max_locks_per_transaction')::int *
 	echo
 	echo "$pairs pairs of ${pair_s}-second runs, plain and fenced in alternating order, 8 clients (\`fenced_pairs.csv\`):"
 	echo "fenced/plain TPS ratio median **$pair_median** (min $pair_min, max $pair_max)."
+	echo
+	echo "## Fenced INSERT, interleaved"
+	echo
+	echo "$mixes runs of ${mix_s} s in which each of 8 clients picks the plain or the fenced INSERT at random for every"
+	echo "transaction (\`pgbench -f insert_plain.sql@1 -f insert_fenced.sql@1 -l\`), so both run on exactly the same machine"
+	echo "state. Mean latencies come from pgbench's per-transaction log; at a fixed number of clients TPS is inversely"
+	echo "proportional to latency, so the TPS ratio is plain mean latency / fenced mean latency (\`fenced_mixed.csv\`):"
+	echo "median **$mix_median** (min $mix_min, max $mix_max)."
 	echo
 	echo "## Failover"
 	echo
