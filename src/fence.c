@@ -491,34 +491,36 @@ tenure_fence_precommit(void)
 	foreach(lc, tenure_fence_uses)
 	{
 		TenureFenceUse *use = lfirst(lc);
-		LOCKTAG		tag;
 
 		if (use->fence_lock >= 0)
+		{
+			LOCKTAG		tag;
+
 			SET_LOCKTAG_RELATION(tag, MyDatabaseId,
 								 tenure_fence_rel(use->fence_lock));
+			if (use->mode == ExclusiveLock && tenure_claim_timeout > 0)
+			{
+				/*
+				 * A new epoch waits for writers that are committing; one
+				 * stuck (in a synchronous replication wait, say) must not
+				 * stall it, and every fenced writer queued behind it,
+				 * forever.
+				 */
+				int			nestlevel = NewGUCNestLevel();
+				char		ms[32];
 
-		if (use->fence_lock >= 0 && use->mode == ExclusiveLock &&
-			tenure_claim_timeout > 0)
-		{
-			/*
-			 * A new epoch waits for writers that are committing; one stuck
-			 * (in a synchronous replication wait, say) must not stall it,
-			 * and every fenced writer queued behind it, forever.
-			 */
-			int			nestlevel = NewGUCNestLevel();
-			char		ms[32];
-
-			snprintf(ms, sizeof(ms), "%d",
-					 LockTimeout > 0 ? Min(LockTimeout, tenure_claim_timeout) :
-					 tenure_claim_timeout);
-			(void) set_config_option("lock_timeout", ms, PGC_USERSET,
-									 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-									 false);
-			(void) LockAcquire(&tag, use->mode, false, false);
-			AtEOXact_GUC(true, nestlevel);
+				snprintf(ms, sizeof(ms), "%d",
+						 LockTimeout > 0 ? Min(LockTimeout, tenure_claim_timeout) :
+						 tenure_claim_timeout);
+				(void) set_config_option("lock_timeout", ms, PGC_USERSET,
+										 PGC_S_SESSION, GUC_ACTION_SAVE, true,
+										 0, false);
+				(void) LockAcquire(&tag, use->mode, false, false);
+				AtEOXact_GUC(true, nestlevel);
+			}
+			else
+				(void) LockAcquire(&tag, use->mode, false, false);
 		}
-		else if (use->fence_lock >= 0)
-			(void) LockAcquire(&tag, use->mode, false, false);
 
 		if (use->table != NULL)
 			tenure_fence_check(use->lease, use->table, true, NULL);
