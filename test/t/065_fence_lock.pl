@@ -116,6 +116,42 @@ $node->safe_psql('postgres',
 	"SELECT tenure.drop_lease('s7'); SELECT tenure.create_lease('s17')");
 is(view_of('s17'), $freed, 'a new lease takes the view a dropped one left');
 
+# a row whose fence_lock is out of range (only possible once a superuser
+# drops the CHECK constraint) is refused when the lease is loaded
+my ($ret, $out, $err) = $node->psql(
+	'postgres', q{
+\set VERBOSITY verbose
+ALTER TABLE tenure.lease DROP CONSTRAINT lease_fence_lock_check;
+UPDATE tenure.lease SET fence_lock = 16 WHERE name = 's1';
+SELECT tenure.acquire('s1', 'h');
+});
+like($err, qr/ERROR:  XX001: lease "s1" has an invalid fence_lock 16/,
+	'an out-of-range fence_lock fails with XX001');
+like($err, qr/DETAIL:  tenure.lease.fence_lock must be between 0 and 15/,
+	'the detail gives the range');
+is($node->safe_psql('postgres', "SELECT holder IS NULL FROM tenure.leases WHERE lease = 's1'"),
+	't', 'the refused acquire left s1 free');
+
+# a fenced write whose transaction drops the extension before COMMIT finds
+# no fence lock view and fails closed
+($ret, $out, $err) = $node->psql(
+	'postgres', qq{
+\\set VERBOSITY verbose
+BEGIN;
+SELECT tenure.present('fl', $epoch2, true);
+INSERT INTO public.fl_t VALUES ('dropped');
+DROP EXTENSION pg_tenure CASCADE;
+COMMIT;
+});
+like(
+	$err,
+	qr/ERROR:  42P01: pg_tenure's fence lock view "tenure.fence_lock_\d+" does not exist/,
+	'a fenced commit without its fence lock view fails with 42P01');
+is($node->safe_psql('postgres', "SELECT count(*) FROM public.fl_t WHERE who = 'dropped'"),
+	'0', "the write did not land");
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_extension WHERE extname = 'pg_tenure'"),
+	'1', 'nor did the DROP EXTENSION');
+
 $node->stop;
 
 done_testing();
