@@ -14,7 +14,7 @@
 # Exits non-zero on any failure, after printing the diffs and logs.
 set -euo pipefail
 
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 TEST_USER=${TEST_USER:-tenure}
 src=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -49,7 +49,7 @@ as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no EXTRA_CFLAGS=-DUSE_ASSERT_CHEC
 stop_leftovers() {
 	# a TAP test that dies can leave postmasters behind
 	for pid in $(find "$work" -name postmaster.pid 2>/dev/null); do
-		as_user /usr/lib/postgresql/15/bin/pg_ctl -D "$(dirname "$pid")" -m immediate stop >/dev/null 2>&1 || true
+		as_user "$("$PG_CONFIG" --bindir)/pg_ctl" -D "$(dirname "$pid")" -m immediate stop >/dev/null 2>&1 || true
 	done
 }
 trap stop_leftovers EXIT
