@@ -2,7 +2,7 @@
 
 EXTENSION = pg_tenure
 MODULE_big = pg_tenure
-OBJS = src/tenure.o src/state.o src/txn.o src/keeper.o src/lease.o src/durable.o src/fence.o
+OBJS = src/tenure.o src/state.o src/txn.o src/keeper.o src/lease.o src/durable.o src/fence.o src/observe.o
 DATA = pg_tenure--0.1.sql
 PGFILEDESC = "pg_tenure - leases, leader election and fencing epochs"
 

@@ -178,6 +178,14 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.await_change(text, bigint, text, interval) IS
 	'Wait until the lease''s holder or epoch differs from the known ones, or the timeout; return what is then current';
 
+CREATE FUNCTION tenure.await_active(lease text, holder text,
+									timeout interval DEFAULT '30 s')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'tenure_await_active'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION tenure.await_active(text, text, interval) IS
+	'Wait until the holder''s tenure is active (true), or it no longer holds the lease or the timeout passes (false)';
+
 CREATE FUNCTION tenure.shared_memory_bytes()
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'tenure_shared_memory_bytes'

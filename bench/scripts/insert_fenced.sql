@@ -1,1 +1,0 @@
-INSERT INTO bench_fenced (client, note) VALUES (:client_id, 'x');
