@@ -96,11 +96,10 @@ scenarios=(
 	"cycle|cycle_advisory|cycle.sql||acquire + release: tenure.acquire / tenure.release"
 	"cycle_advisory|cycle_advisory|cycle_advisory.sql||acquire + release today: pg_try_advisory_lock / pg_advisory_unlock"
 	"insert_plain|insert_plain|insert_plain.sql||INSERT into a plain table (reference)"
-	"insert_fenced|insert_plain|insert_fenced.sql|-c tenure.tokens=bench-writer=$epoch|fenced INSERT: pg_tenure, token for the session"
 	"insert_trigger|insert_plain|insert_trigger.sql|-c app.epoch=$epoch|fenced INSERT today: PL/pgSQL trigger vs epoch row (not linearizable)"
 	"insert_for_share|insert_plain|insert_for_share.sql||fenced INSERT today: epoch row FOR SHARE in the transaction"
 	"insert_plain_local|insert_plain_local|insert_plain_local.sql||BEGIN; set_config(local); INSERT; COMMIT (reference)"
-	"insert_fenced_local|insert_plain_local|insert_fenced_local.sql||fenced INSERT: pg_tenure, SET LOCAL token per transaction (pooler style)"
+	"insert_fenced_local|insert_plain_local|insert_fenced_local.sql||fenced INSERT: pg_tenure, token presented in the transaction (set_config local)"
 )
 
 raw=$out/raw.csv
@@ -148,16 +147,16 @@ echo "pair,plain_tps,fenced_tps,ratio" >"$out/fenced_pairs.csv"
 for i in $(seq "$pairs"); do
 	pt() {
 		as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="$2" $PG_BIN/pgbench -n -M prepared -c 8 -j 2 \
-			-T "$pair_s" -f "$here/scripts/$1" postgres 2>&1 |
+			-T "$pair_s" -D epoch="$epoch" -f "$here/scripts/$1" postgres 2>&1 |
 			awk '/^tps = .*without initial connection time/ {print $3}'
 	}
 	# alternate which runs first, so that drift favours neither
 	if [ $(( i % 2 )) = 1 ]; then
-		a=$(pt insert_plain.sql "")
-		b=$(pt insert_fenced.sql "-c tenure.tokens=bench-writer=$epoch")
+		a=$(pt insert_plain_local.sql "")
+		b=$(pt insert_fenced_local.sql "")
 	else
-		b=$(pt insert_fenced.sql "-c tenure.tokens=bench-writer=$epoch")
-		a=$(pt insert_plain.sql "")
+		b=$(pt insert_fenced_local.sql "")
+		a=$(pt insert_plain_local.sql "")
 	fi
 	[ -n "$a" ] && [ -n "$b" ] || { echo "bench: paired fenced INSERT failed" >&2; exit 1; }
 	echo "$i,$a,$b,$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.4f", b/a}')" >>"$out/fenced_pairs.csv"
@@ -179,9 +178,9 @@ echo "fenced INSERT, $mixes interleaved runs of ${mix_s}s, 8 clients"
 echo "run,plain_tx,plain_mean_us,fenced_tx,fenced_mean_us,ratio" >"$out/fenced_mixed.csv"
 for i in $(seq "$mixes"); do
 	rm -f "$dir"/mix_log*
-	as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="-c tenure.tokens=bench-writer=$epoch" \
-		$PG_BIN/pgbench -n -M prepared -c 8 -j 2 -T "$mix_s" -l --log-prefix="$dir/mix_log" \
-		-f "$here/scripts/insert_plain.sql@1" -f "$here/scripts/insert_fenced.sql@1" postgres >/dev/null 2>&1 ||
+	as_user env PGHOST=$dir PGPORT=$port \
+		$PG_BIN/pgbench -n -M prepared -c 8 -j 2 -T "$mix_s" -D epoch="$epoch" -l --log-prefix="$dir/mix_log" \
+		-f "$here/scripts/insert_plain_local.sql@1" -f "$here/scripts/insert_fenced_local.sql@1" postgres >/dev/null 2>&1 ||
 		{ echo "bench: interleaved fenced INSERT failed" >&2; exit 1; }
 	# log lines: client transaction latency_us script epoch_s epoch_us
 	cat "$dir"/mix_log* | awk -v i="$i" '
@@ -277,7 +276,7 @@ capacity=$(psql_q -c "SELECT current_setting('max_locks_per_transaction')::int *
 	echo "## Fenced INSERT, interleaved"
 	echo
 	echo "$mixes runs of ${mix_s} s in which each of 8 clients picks the plain or the fenced INSERT at random for every"
-	echo "transaction (\`pgbench -f insert_plain.sql@1 -f insert_fenced.sql@1 -l\`), so both run on exactly the same machine"
+	echo "transaction (\`pgbench -f insert_plain_local.sql@1 -f insert_fenced_local.sql@1 -l\`), so both run on exactly the same machine"
 	echo "state. Mean latencies come from pgbench's per-transaction log; at a fixed number of clients TPS is inversely"
 	echo "proportional to latency, so the TPS ratio is plain mean latency / fenced mean latency (\`fenced_mixed.csv\`):"
 	echo "median **$mix_median** (min $mix_min, max $mix_max)."

@@ -46,21 +46,28 @@ COPY fence_basic_t FROM stdin;
 \echo :LAST_ERROR_SQLSTATE
 
 -- a token for another lease only is no token for this one
-SET tenure.tokens = 'fence_basic_other=4294967296';
+BEGIN;
+SET LOCAL tenure.tokens = 'fence_basic_other=4294967296';
 INSERT INTO fence_basic_t VALUES (2, 'token of another lease');
 \echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
 
 -- a token greater than the current epoch is rejected too
-SELECT set_config('tenure.tokens', 'fence_basic=' || (:e1 + 1), false) IS NOT NULL AS presented;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || (:e1 + 1), true) IS NOT NULL AS presented;
 INSERT INTO fence_basic_t VALUES (2, 'future token');
 \echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
 -- and so is a smaller one that was never issued
-SET tenure.tokens = 'fence_basic=1';
+BEGIN;
+SET LOCAL tenure.tokens = 'fence_basic=1';
 INSERT INTO fence_basic_t VALUES (2, 'token never issued');
 \echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
 
 -- the current epoch passes, for every kind of write
-SELECT set_config('tenure.tokens', 'fence_basic=' || :e1, false) IS NOT NULL AS presented;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e1, true) IS NOT NULL AS presented;
 INSERT INTO fence_basic_t VALUES (2, 'current token');
 UPDATE fence_basic_t SET v = v || ', updated' WHERE id = 2;
 DELETE FROM fence_basic_t WHERE id = 1;
@@ -69,29 +76,43 @@ COPY fence_basic_t FROM stdin;
 \.
 INSERT INTO fence_basic_t VALUES (3, 'conflict') ON CONFLICT (id)
   DO UPDATE SET v = fence_basic_t.v || ', upserted';
+COMMIT;
 SELECT * FROM fence_basic_t ORDER BY id;
 
 -- the holder claims a new epoch: the old token is stale at once
 SELECT tenure.claim_epoch('fence_basic', 'writer-1') AS e2 \gset
 SELECT :e2 > :e1 AS newer_epoch;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e1, true) IS NOT NULL AS presented;
 INSERT INTO fence_basic_t VALUES (4, 'stale token');
 \echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e1, true) IS NOT NULL AS presented;
 UPDATE fence_basic_t SET v = 'stale token';
 \echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e1, true) IS NOT NULL AS presented;
 DELETE FROM fence_basic_t;
 \echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e1, true) IS NOT NULL AS presented;
 TRUNCATE fence_basic_t;
 \echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
 -- nothing changed
 SELECT * FROM fence_basic_t ORDER BY id;
 
 -- the new epoch passes, TRUNCATE included
-SELECT set_config('tenure.tokens', 'fence_basic=' || :e2, false) IS NOT NULL AS presented;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e2, true) IS NOT NULL AS presented;
 UPDATE fence_basic_t SET v = 'new epoch' WHERE id = 2;
 TRUNCATE fence_basic_t;
 INSERT INTO fence_basic_t VALUES (10, 'after truncate');
+COMMIT;
 SELECT * FROM fence_basic_t ORDER BY id;
-RESET tenure.tokens;
 
 -- session_replication_role = replica does not switch the fence off
 SET session_replication_role = replica;
@@ -167,25 +188,58 @@ ROLLBACK;
 SHOW tenure.tokens;
 INSERT INTO fence_basic_t VALUES (16, 'after rollback');
 \echo :LAST_ERROR_SQLSTATE
--- plain SET and present() without is_local last for the session
+-- a token counts only in the transaction that presents it: a plain SET,
+-- or present() without is_local, left in the session by an earlier
+-- transaction (or by an earlier client of a pooled connection) counts for
+-- nothing, and the message says how to present a token
 SELECT tenure.present('fence_basic', :e2);
-SELECT current_setting('tenure.tokens') = 'fence_basic=' || :e2 AS presented_for_session;
-INSERT INTO fence_basic_t VALUES (16, 'present for the session');
+SELECT current_setting('tenure.tokens') = 'fence_basic=' || :e2 AS left_in_session;
+INSERT INTO fence_basic_t VALUES (16, 'token left by an earlier transaction');
+\echo :LAST_ERROR_SQLSTATE
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e2, false) IS NOT NULL AS presented;
+INSERT INTO fence_basic_t VALUES (16, 'token left by an earlier transaction');
+-- within the transaction that sets it, a plain SET counts
+BEGIN;
+SELECT tenure.present('fence_basic', :e2);
+INSERT INTO fence_basic_t VALUES (16, 'present in the transaction');
+COMMIT;
+INSERT INTO fence_basic_t VALUES (17, 'and no more afterwards');
+\echo :LAST_ERROR_SQLSTATE
+-- a SET LOCAL undone by a rolled back savepoint restores the earlier
+-- token of the same transaction, which still counts
+BEGIN;
+SET LOCAL tenure.tokens = 'fence_basic=1';
+SAVEPOINT s1;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e2, true) IS NOT NULL AS presented;
+ROLLBACK TO SAVEPOINT s1;
+SHOW tenure.tokens;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e2, true) IS NOT NULL AS presented;
+SAVEPOINT s2;
+SET LOCAL tenure.tokens = 'fence_basic=1';
+ROLLBACK TO SAVEPOINT s2;
+INSERT INTO fence_basic_t VALUES (17, 'token restored by a savepoint rollback');
+COMMIT;
 RESET tenure.tokens;
 
 -- the tenure ends: its epoch stays the latest one but passes no more
 SELECT tenure.release('fence_basic', 'writer-1');
-SELECT set_config('tenure.tokens', 'fence_basic=' || :e2, false) IS NOT NULL AS presented;
-INSERT INTO fence_basic_t VALUES (17, 'released');
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e2, true) IS NOT NULL AS presented;
+INSERT INTO fence_basic_t VALUES (18, 'released');
 \echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
 -- a new tenure: a new epoch, the previous one stays stale
 SELECT tenure.acquire('fence_basic', 'writer-2') AS e3 \gset
 SELECT :e3 > :e2 AS newer_epoch;
-INSERT INTO fence_basic_t VALUES (17, 'previous tenure');
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e2, true) IS NOT NULL AS presented;
+INSERT INTO fence_basic_t VALUES (18, 'previous tenure');
 \echo :LAST_ERROR_SQLSTATE
-SELECT set_config('tenure.tokens', 'fence_basic=' || :e3, false) IS NOT NULL AS presented;
-INSERT INTO fence_basic_t VALUES (17, 'new tenure');
-RESET tenure.tokens;
+ROLLBACK;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_basic=' || :e3, true) IS NOT NULL AS presented;
+INSERT INTO fence_basic_t VALUES (18, 'new tenure');
+COMMIT;
 
 SELECT * FROM fence_basic_t ORDER BY id;
 
@@ -193,31 +247,28 @@ SELECT * FROM fence_basic_t ORDER BY id;
 SELECT tenure.unfence_table('fence_basic_t');
 SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid = 'fence_basic_t'::regclass;
 SELECT lease, fences FROM tenure.leases WHERE lease = 'fence_basic';
-INSERT INTO fence_basic_t VALUES (18, 'unfenced');
-DELETE FROM fence_basic_t WHERE id < 18;
+INSERT INTO fence_basic_t VALUES (30, 'unfenced');
+DELETE FROM fence_basic_t WHERE id < 30;
 SELECT * FROM fence_basic_t ORDER BY id;
 
 DROP TABLE fence_basic_t;
 SELECT tenure.drop_lease('fence_basic');
 
--- the session of a session-bound holder presents its epoch without saying
--- so (fence_session_bound.spec shows that other sessions do not)
+-- nothing is presented implicitly, not even in the session of a
+-- session-bound holder (a pooled connection lends its session to others)
 SELECT tenure.create_lease('fence_basic_sb', ttl => '5 min');
 CREATE TABLE fence_basic_sb_t (id int);
 SELECT tenure.fence_table('fence_basic_sb_t', 'fence_basic_sb');
-SELECT tenure.acquire('fence_basic_sb', 'writer-s', session_bound => true) > 0 AS acquired;
+SELECT tenure.acquire('fence_basic_sb', 'writer-s', session_bound => true) AS esb \gset
 SHOW tenure.tokens;
 INSERT INTO fence_basic_sb_t VALUES (1);
-UPDATE fence_basic_sb_t SET id = 2;
--- until it releases the lease
-SELECT tenure.release('fence_basic_sb', 'writer-s');
-INSERT INTO fence_basic_sb_t VALUES (3);
 \echo :LAST_ERROR_SQLSTATE
--- a tenure that is not session-bound presents nothing
-SELECT tenure.acquire('fence_basic_sb', 'writer-s') > 0 AS acquired;
-INSERT INTO fence_basic_sb_t VALUES (3);
-\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SELECT tenure.present('fence_basic_sb', :esb, true);
+INSERT INTO fence_basic_sb_t VALUES (2);
+COMMIT;
 SELECT * FROM fence_basic_sb_t;
+SELECT tenure.release('fence_basic_sb', 'writer-s');
 SELECT tenure.unfence_table('fence_basic_sb_t');
 DROP TABLE fence_basic_sb_t;
 SELECT tenure.drop_lease('fence_basic_sb');

@@ -110,7 +110,39 @@ SELECT tenure.present('fence_tokens=x', 1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT tenure.present(repeat('x', 64), 1);
 \echo :LAST_ERROR_SQLSTATE
+SELECT tenure.present(' fence_tokens', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT tenure.present(E'fence_tokens\t', 1);
+\echo :LAST_ERROR_SQLSTATE
 SHOW tenure.tokens;
+RESET tenure.tokens;
+
+-- blanks around a name are not part of it: lease names cannot begin or
+-- end with one (bad_input), so " a" and "a" name the same lease here
+SET tenure.tokens = ' fence_tokens =3';
+SHOW tenure.tokens;
+
+-- the setting is bounded, and a value of any size is parsed in linear
+-- time (plus sorting at most 1000 tokens): an oversize value is rejected
+-- at once, whatever statement_timeout says
+SET statement_timeout = '1s';
+SELECT set_config('tenure.tokens',
+				  string_agg('fence_tokens_' || i || '=' || i, ','), false)
+  FROM generate_series(1, 60000) i;
+\echo :LAST_ERROR_SQLSTATE
+SELECT set_config('tenure.tokens',
+				  string_agg('t' || i || '=' || i, ','), false)
+  FROM generate_series(1, 1001) i;
+\echo :LAST_ERROR_SQLSTATE
+-- 1000 tokens are accepted; duplicates are found among them
+SELECT length(set_config('tenure.tokens',
+						 string_agg('fence_tokens_' || i || '=' || i, ', '), false)) > 0 AS accepted
+  FROM generate_series(1, 1000) i;
+SELECT set_config('tenure.tokens',
+				  string_agg('fence_tokens_' || (i % 999) || '=' || i, ','), false)
+  FROM generate_series(1, 1000) i;
+\echo :LAST_ERROR_SQLSTATE
+RESET statement_timeout;
 RESET tenure.tokens;
 
 -- the prefix is reserved: a misspelt setting is caught

@@ -82,7 +82,11 @@ SELECT n, call, pg_temp.err('SELECT ' || call) AS outcome
 	(21, $$tenure.drop_lease(repeat('n', 64))$$),
 	(22, $$tenure.drop_lease('ddl_nope')$$),
 	(23, $$tenure.create_lease('ddl,comma')$$),
-	(24, $$tenure.create_lease('ddl=equals')$$)
+	(24, $$tenure.create_lease('ddl=equals')$$),
+	(25, $$tenure.create_lease(' ddl_blank')$$),
+	(26, $$tenure.create_lease('ddl_blank ')$$),
+	(27, $$tenure.create_lease(E'ddl_blank\n')$$),
+	(28, $$tenure.acquire(' ddl_defaults', 'h')$$)
   ) AS t(n, call)
  ORDER BY n;
 SELECT count(*) = :leases_before AS leases_unchanged FROM tenure.lease;

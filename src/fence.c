@@ -50,6 +50,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "parser/scansup.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
@@ -69,15 +70,30 @@ PG_FUNCTION_INFO_V1(tenure_fence_table);
 PG_FUNCTION_INFO_V1(tenure_unfence_table);
 PG_FUNCTION_INFO_V1(tenure_fence_ddl);
 
-/* Parsed value of tenure.tokens, kept as the setting's "extra". */
+/*
+ * Bounds of tenure.tokens: a value longer than this, or with more tokens,
+ * is rejected when it is set, so that parsing it, and looking tokens up in
+ * it, stays cheap whoever sets it (ALTER ROLE ... SET included).
+ */
+#define TENURE_TOKENS_MAX_BYTES		65536
+#define TENURE_TOKENS_MAX_COUNT		1000
+
+/* One presented token. */
+typedef struct TenureToken
+{
+	char		lease[TENURE_NAME_MAX + 1];
+	int64		epoch;
+} TenureToken;
+
+/*
+ * Parsed value of tenure.tokens, kept as the setting's "extra": the tokens
+ * sorted by lease name, so that duplicates are found, and a lease's token
+ * is looked up, by binary search.
+ */
 typedef struct TenureTokens
 {
 	int			count;
-	struct
-	{
-		char		lease[TENURE_NAME_MAX + 1];
-		int64		epoch;
-	}			items[FLEXIBLE_ARRAY_MEMBER];
+	TenureToken items[FLEXIBLE_ARRAY_MEMBER];
 } TenureTokens;
 
 /* A lease whose fence this transaction must pass or hold at commit. */
@@ -95,6 +111,15 @@ typedef struct TenureFenceUse
 char	   *tenure_tokens_string = NULL;
 static TenureTokens *tenure_tokens = NULL;
 
+/*
+ * The transaction in which tenure.tokens was last assigned (a serial of
+ * txn.c), or 0 if it was assigned outside a running transaction: by the
+ * configuration, at connection start (ALTER ROLE/DATABASE ... SET,
+ * PGOPTIONS), or when a transaction's SET LOCAL is undone at its end.
+ * Tokens count only in the transaction that presented them.
+ */
+static uint64 tenure_tokens_serial = 0;
+
 /* leases this transaction wrote through or issues epochs for */
 static List *tenure_fence_uses = NIL;
 
@@ -103,8 +128,21 @@ static Oid	tenure_fence_rels[TENURE_FENCE_LOCKS];
 static bool tenure_fence_rels_valid = false;
 static uint64 tenure_fence_rels_resets = 0;
 
+static Oid	tenure_fence_rel(int n);
+
 /*
- * Whether a lease name may appear in tenure.tokens.
+ * Whether c is a blank that tenure.tokens ignores around names and epochs
+ * (lease names never begin or end with one).
+ */
+static inline bool
+tenure_token_blank(char c)
+{
+	return scanner_isspace(c);	/* the same test as lease names get */
+}
+
+/*
+ * Whether a lease name may appear in tenure.tokens: 1 to TENURE_NAME_MAX
+ * bytes, no "," or "=", no blank at either end (the parser ignores those).
  */
 static bool
 tenure_token_name_ok(const char *s, int len)
@@ -113,29 +151,58 @@ tenure_token_name_ok(const char *s, int len)
 
 	if (len < 1 || len > TENURE_NAME_MAX)
 		return false;
+	if (tenure_token_blank(s[0]) || tenure_token_blank(s[len - 1]))
+		return false;
 	for (i = 0; i < len; i++)
 		if (s[i] == ',' || s[i] == '=')
 			return false;
 	return true;
 }
 
+/* qsort and bsearch comparator of tokens, by lease name */
+static int
+tenure_token_cmp(const void *a, const void *b)
+{
+	return strcmp(((const TenureToken *) a)->lease,
+				  ((const TenureToken *) b)->lease);
+}
+
 /*
  * Check hook of tenure.tokens: parse "lease=epoch[, lease=epoch ...]".
- * Whitespace around names and epochs is ignored.  No catalog access here.
+ * Blanks around names and epochs are ignored.  No catalog access and no
+ * ERROR here: a bad value is reported through GUC_check_errmsg.  Linear in
+ * the value's length, plus sorting at most TENURE_TOKENS_MAX_COUNT tokens.
  */
 bool
 tenure_tokens_check(char **newval, void **extra, GucSource source)
 {
 	const char *p = *newval ? *newval : "";
+	size_t		len = strlen(p);
 	int			n = 0;
 	TenureTokens *tokens;
 	const char *c;
+	int			i;
 
+	if (len > TENURE_TOKENS_MAX_BYTES)
+	{
+		GUC_check_errmsg("tenure.tokens is too long");
+		GUC_check_errdetail("The value is %zu bytes long; at most %d bytes are allowed.",
+							len, TENURE_TOKENS_MAX_BYTES);
+		GUC_check_errhint("Present only the tokens of the leases the transaction writes through.");
+		return false;
+	}
 	for (c = p; *c; c++)
 		if (*c == ',')
 			n++;
+	if (n + 1 > TENURE_TOKENS_MAX_COUNT)
+	{
+		GUC_check_errmsg("tenure.tokens holds too many tokens");
+		GUC_check_errdetail("At most %d tokens are allowed.", TENURE_TOKENS_MAX_COUNT);
+		GUC_check_errhint("Present only the tokens of the leases the transaction writes through.");
+		return false;
+	}
 	tokens = tenure_guc_malloc(offsetof(TenureTokens, items) +
-							   sizeof(tokens->items[0]) * (n + 1));
+							   sizeof(TenureToken) * (n + 1));
 	if (tokens == NULL)
 		return false;
 	tokens->count = 0;
@@ -145,11 +212,12 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 		const char *start;
 		const char *end;
 		const char *eq;
+		const char *ns;
+		const char *ne;
 		char	   *endptr;
 		int64		epoch;
-		int			i;
 
-		while (*p == ' ' || *p == '\t')
+		while (tenure_token_blank(*p))
 			p++;
 		if (*p == '\0')
 			break;				/* empty value, or blanks after a last comma */
@@ -168,40 +236,28 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 			tenure_guc_free(tokens);
 			return false;
 		}
-		/* trim the name */
+		/* the name, without the blanks around it */
+		ns = start;
+		ne = eq;
+		while (ns < ne && tenure_token_blank(*ns))
+			ns++;
+		while (ne > ns && tenure_token_blank(ne[-1]))
+			ne--;
+		if (!tenure_token_name_ok(ns, ne - ns))
 		{
-			const char *ns = start;
-			const char *ne = eq;
-
-			while (ns < ne && (*ns == ' ' || *ns == '\t'))
-				ns++;
-			while (ne > ns && (ne[-1] == ' ' || ne[-1] == '\t'))
-				ne--;
-			if (!tenure_token_name_ok(ns, ne - ns))
-			{
-				GUC_check_errmsg("invalid lease name in tenure.tokens: \"%s\"", *newval);
-				GUC_check_errdetail("A lease name is 1 to %d bytes long and contains neither \",\" nor \"=\".",
-									TENURE_NAME_MAX);
-				tenure_guc_free(tokens);
-				return false;
-			}
-			for (i = 0; i < tokens->count; i++)
-				if (strlen(tokens->items[i].lease) == (size_t) (ne - ns) &&
-					strncmp(tokens->items[i].lease, ns, ne - ns) == 0)
-					break;
-			if (i < tokens->count)
-			{
-				GUC_check_errmsg("lease \"%.*s\" appears twice in tenure.tokens", (int) (ne - ns), ns);
-				tenure_guc_free(tokens);
-				return false;
-			}
-			memcpy(tokens->items[tokens->count].lease, ns, ne - ns);
-			tokens->items[tokens->count].lease[ne - ns] = '\0';
+			GUC_check_errmsg("invalid lease name in tenure.tokens: \"%s\"", *newval);
+			GUC_check_errdetail("A lease name is 1 to %d bytes long, contains neither \",\" nor \"=\", and neither begins nor ends with white space.",
+								TENURE_NAME_MAX);
+			tenure_guc_free(tokens);
+			return false;
 		}
+		memcpy(tokens->items[tokens->count].lease, ns, ne - ns);
+		tokens->items[tokens->count].lease[ne - ns] = '\0';
+
 		/* the epoch: a positive bigint, then only blanks up to the comma */
 		errno = 0;
 		epoch = strtoll(eq + 1, &endptr, 10);
-		while (endptr < end && (*endptr == ' ' || *endptr == '\t'))
+		while (endptr < end && tenure_token_blank(*endptr))
 			endptr++;
 		if (errno != 0 || endptr != end || endptr == eq + 1 || epoch <= 0)
 		{
@@ -214,46 +270,106 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 		tokens->count++;
 	}
 
+	/* sorted by name, a lease named twice shows as two neighbours */
+	if (tokens->count > 1)
+		qsort(tokens->items, tokens->count, sizeof(TenureToken),
+			  tenure_token_cmp);
+	for (i = 1; i < tokens->count; i++)
+		if (strcmp(tokens->items[i - 1].lease, tokens->items[i].lease) == 0)
+		{
+			GUC_check_errmsg("lease \"%s\" appears twice in tenure.tokens",
+							 tokens->items[i].lease);
+			tenure_guc_free(tokens);
+			return false;
+		}
+
 	*extra = tokens;
 	return true;
 }
 
 /*
- * Assign hook of tenure.tokens.
+ * Assign hook of tenure.tokens: remember the value and the transaction
+ * that assigned it.
  */
 void
 tenure_tokens_assign(const char *newval, void *extra)
 {
 	tenure_tokens = (TenureTokens *) extra;
+
+	/*
+	 * A value assigned while a transaction runs, or restored when one of
+	 * its subtransactions aborts, belongs to that transaction.  Values
+	 * restored when a top-level transaction ends (its serial has advanced
+	 * already) and values from outside any transaction belong to none.
+	 */
+	if (IsTransactionState() || GetCurrentTransactionNestLevel() > 1)
+		tenure_tokens_serial = tenure_txn_serial();
+	else
+		tenure_tokens_serial = 0;
 }
 
 /*
- * The token this transaction presents for a lease: from tenure.tokens, or
- * the epoch this backend's session-bound tenure of the lease was given.
- * 0 if none.
- * Caller holds the LWLock; lease may be NULL.
+ * The token tenure.tokens holds for a lease, whether or not it counts in
+ * this transaction; 0 if none.
  */
 static int64
-tenure_presented(const char *name, const TenureLease *lease)
+tenure_token_of(const char *name)
 {
-	int			i;
+	TenureToken key;
+	TenureToken *found;
 
-	if (tenure_tokens != NULL)
-		for (i = 0; i < tenure_tokens->count; i++)
-			if (strcmp(tenure_tokens->items[i].lease, name) == 0)
-				return tenure_tokens->items[i].epoch;
+	if (tenure_tokens == NULL || tenure_tokens->count == 0)
+		return 0;
+	strlcpy(key.lease, name, sizeof(key.lease));
+	found = bsearch(&key, tenure_tokens->items, tenure_tokens->count,
+					sizeof(TenureToken), tenure_token_cmp);
+	return found ? found->epoch : 0;
+}
 
-	if (lease != NULL && lease->state == TENURE_HELD && lease->session_bound &&
-		lease->holder_pid == MyProcPid &&
-		lease->holder_start == MyStartTimestamp)
-		return lease->session_epoch;
-	return 0;
+/*
+ * The token this transaction presents for a lease; 0 if none.  Only a
+ * value of tenure.tokens assigned in this very transaction counts:
+ * nothing is ever presented implicitly, and nothing an earlier
+ * transaction, an earlier client of a pooled connection, a role or
+ * database setting or the configuration left in the setting counts.
+ */
+static int64
+tenure_presented(const char *name)
+{
+	if (tenure_tokens_serial == 0 ||
+		tenure_tokens_serial != tenure_txn_serial())
+		return 0;
+	return tenure_token_of(name);
+}
+
+/*
+ * Wait until no transaction that issues a new epoch for a lease of fence
+ * lock view n is between its commit record and the publication of that
+ * epoch: such a transaction holds the view's lock in ExclusiveLock mode
+ * from its PRE_COMMIT until after its COMMIT callback.
+ */
+static void
+tenure_fence_wait_publication(int n)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, tenure_fence_rel(n));
+	(void) LockAcquire(&tag, RowExclusiveLock, false, false);
+	(void) LockRelease(&tag, RowExclusiveLock, false);
 }
 
 /*
  * Check a write to "table" fenced by lease "name"; raise TN002 if it does
  * not carry the current epoch of a live tenure.  If fence_lock is not
- * NULL, set it to the lease's fence lock view.
+ * NULL, set it to the lease's fence lock view (-1 if the lease has no
+ * shared entry: it has not been held since the server started).
+ *
+ * At the statement, a token newer than the epoch shared memory knows may
+ * belong to a new tenure or claim whose transaction is visible but has not
+ * yet published its epoch (it does so in its COMMIT callback, under its
+ * fence lock): wait for that lock once, then look again, so that a writer
+ * that read the epoch from tenure.lease or current_epoch() never gets
+ * TN002 for it.  At COMMIT the caller holds the fence lock already.
  */
 static void
 tenure_fence_check(const char *name, const char *table, bool at_commit,
@@ -265,42 +381,51 @@ tenure_fence_check(const char *name, const char *table, bool at_commit,
 	int64		current = 0;
 	bool		live = false;
 	bool		known;
-	bool		loaded = false;
-	int64		now = tenure_mono_now();
+	bool		waited = false;
+	int			lock = -1;
+	int64		now;
 
+	presented = tenure_presented(name);
 	tenure_make_key(&key, MyDatabaseId, name);
 retry:
+	now = tenure_mono_now();
 	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 	known = lease != NULL && !lease->dropped;
-	if (!known && !at_commit && !loaded)
-	{
-		/* not used since server start: load it, to name its epoch */
-		LWLockRelease(tenure_shared->lock);
-		tenure_ensure_entry(name, &key);
-		loaded = true;
-		goto retry;
-	}
 	if (known)
 	{
 		current = lease->epoch;
 		live = tenure_is_live(lease, now);
-		if (fence_lock)
-			*fence_lock = lease->fence_lock;
+		lock = lease->fence_lock;
 	}
-	presented = tenure_presented(name, known ? lease : NULL);
 	LWLockRelease(tenure_shared->lock);
+	if (fence_lock)
+		*fence_lock = lock;
 
 	if (presented != 0 && presented == current && live)
 		return;
 
+	if (presented > current && known && !at_commit && !waited)
+	{
+		tenure_fence_wait_publication(lock);
+		waited = true;
+		goto retry;
+	}
+
 	if (presented == 0)
+	{
+		int64		left = tenure_token_of(name);
+
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_FENCED),
 				 errmsg("table \"%s\" is fenced by lease \"%s\" and the transaction presents no epoch for it",
 						table, name),
-				 errhint("Present the holder's epoch with SET LOCAL tenure.tokens = '%s=<epoch>' or tenure.present().",
+				 left != 0 ?
+				 errdetail("tenure.tokens holds epoch " INT64_FORMAT " for the lease, but it was set before this transaction began; a token counts only in the transaction that presents it.",
+						   left) : 0,
+				 errhint("Present the epoch in the writing transaction with SET LOCAL tenure.tokens = '%s=<epoch>', set_config(..., true) or tenure.present(..., true).",
 						 name)));
+	}
 	else if (!live)
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_FENCED),
@@ -598,7 +723,7 @@ tenure_present(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid lease name \"%s\"", name),
-				 errdetail("A lease name is 1 to %d bytes long and contains neither \",\" nor \"=\".",
+				 errdetail("A lease name is 1 to %d bytes long, contains neither \",\" nor \"=\", and neither begins nor ends with white space.",
 						   TENURE_NAME_MAX)));
 	if (epoch <= 0)
 		ereport(ERROR,

@@ -28,6 +28,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "parser/scansup.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -117,6 +118,12 @@ tenure_arg_lease(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease name \"%s\" contains \",\" or \"=\"", s),
 				 errdetail("Lease names appear in tenure.tokens, where these characters separate tokens.")));
+	/* tenure.tokens ignores blanks around names: " a" would count for "a" */
+	if (scanner_isspace(s[0]) || scanner_isspace(s[strlen(s) - 1]))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease name \"%s\" begins or ends with white space", s),
+				 errdetail("Lease names appear in tenure.tokens, which ignores white space around them.")));
 	return s;
 }
 

@@ -98,8 +98,6 @@ typedef struct TenureLease
 	int64		epoch;			/* latest published epoch of the lease */
 	int64		pending_epoch;	/* epoch of a PENDING tenure */
 	bool		session_bound;
-	int64		session_epoch;	/* the epoch the session-bound holder's own
-								 * session was given: its implicit token */
 	int			holder_pid;		/* acquiring backend (session-bound or pending) */
 	TimestampTz holder_start;	/* ... and its MyStartTimestamp */
 	uint64		pending_token;	/* identifies the pending acquisition */
@@ -173,6 +171,7 @@ typedef enum TenureActionKind
 } TenureActionKind;
 
 extern void tenure_txn_init(void);
+extern uint64 tenure_txn_serial(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
 

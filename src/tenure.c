@@ -100,7 +100,7 @@ _PG_init(void)
 
 	DefineCustomStringVariable("tenure.tokens",
 							   "Fencing tokens this session or transaction presents, as lease=epoch pairs separated by commas.",
-							   "Use SET LOCAL or set_config(..., true) behind a transaction pooler.",
+							   "A value counts only in the transaction that set it: use SET LOCAL or set_config(..., true).",
 							   &tenure_tokens_string,
 							   "",
 							   PGC_USERSET,

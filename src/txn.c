@@ -39,6 +39,24 @@ typedef struct TenureAction
 static List *tenure_actions = NIL;
 
 /*
+ * Serial number of the current top-level transaction of this backend,
+ * counted from 1 and advanced when a transaction ends (commit, abort or
+ * prepare).  fence.c uses it to count tokens only in the transaction that
+ * presented them.
+ */
+static uint64 tenure_serial = 1;
+
+/*
+ * The serial number of the current (or, between transactions, the next)
+ * top-level transaction.
+ */
+uint64
+tenure_txn_serial(void)
+{
+	return tenure_serial;
+}
+
+/*
  * Remember an action of the current (sub)transaction.
  */
 void
@@ -107,7 +125,6 @@ tenure_txn_publish(TenureAction *act, int64 now)
 				lease->lock_wanted = true;
 				lease->lock_failed = false;
 				lease->epoch = Max(lease->epoch, lease->pending_epoch);
-				lease->session_epoch = lease->session_bound ? lease->pending_epoch : 0;
 				lease->pending_epoch = 0;
 				lease->ended_reason = TENURE_END_NONE;
 				lease->transitions++;
@@ -115,11 +132,6 @@ tenure_txn_publish(TenureAction *act, int64 now)
 			break;
 		case TENURE_ACT_CLAIM:
 			lease->epoch = Max(lease->epoch, act->epoch);
-			/* a claim by the holder's own session moves its implicit token */
-			if (lease->state == TENURE_HELD && lease->session_bound &&
-				lease->holder_pid == MyProcPid &&
-				lease->holder_start == MyStartTimestamp)
-				lease->session_epoch = act->epoch;
 			lease->transitions++;
 			break;
 		case TENURE_ACT_RELEASE:
@@ -230,6 +242,7 @@ tenure_xact_callback(XactEvent event, void *arg)
 			tenure_txn_preprepare();
 			return;
 		case XACT_EVENT_COMMIT:
+			tenure_serial++;
 			tenure_fence_reset();
 			if (tenure_actions != NIL)
 			{
@@ -246,6 +259,7 @@ tenure_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 			/* (PRE_PREPARE refused to prepare anything that mattered) */
+			tenure_serial++;
 			tenure_fence_reset();
 			if (tenure_actions != NIL)
 			{

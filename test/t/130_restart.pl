@@ -110,9 +110,12 @@ sub start_tenures
 	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_locks WHERE $lease_lock"),
 		'2', "$round: the keeper holds two lease locks");
 
-	# the fences accept the current tokens, explicit and implicit
+	# the fences accept the current tokens, presented in the transaction,
+	# also from the session-bound holder's own session
 	$node->safe_psql('postgres', fenced_write('pl', $issued{pl}[-1]));
-	$holder->query_safe("INSERT INTO fenced_sb VALUES ($issued{sb}[-1])");
+	$holder->query_safe(
+		"BEGIN; SET LOCAL tenure.tokens = 'sb=$issued{sb}[-1]'; INSERT INTO fenced_sb VALUES ($issued{sb}[-1]); COMMIT;"
+	);
 	is( $node->safe_psql(
 			'postgres',
 			"SELECT (SELECT max(epoch) FROM fenced_sb) || '|' || (SELECT max(epoch) FROM fenced_pl)"

@@ -111,7 +111,7 @@ client_query(
 like(
 	$err,
 	qr/ERROR:  TN002: table "ledger" is fenced by lease "quiet" and the transaction presents no epoch for it/,
-	'the woken client no longer presents its epoch implicitly');
+	'the woken client presents nothing without saying so');
 client_query(
 	"BEGIN;\nSET LOCAL tenure.tokens = 'quiet=$epoch';\nINSERT INTO ledger VALUES ($epoch);\nROLLBACK;"
 );
