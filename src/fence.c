@@ -426,7 +426,24 @@ retry:
 				 errhint("Present the epoch in the writing transaction with SET LOCAL tenure.tokens = '%s=<epoch>', set_config(..., true) or tenure.present(..., true).",
 						 name)));
 	}
-	else if (!live)
+	if (!known && !at_commit)
+	{
+		/*
+		 * Not held since the server started: name the latest epoch from
+		 * the lease's row, without taking a lease slot for it.  (Not at
+		 * COMMIT, where the lease was known at the statement: only an
+		 * entry evicted since then is missing, and no catalog access
+		 * belongs there.)
+		 */
+		TenureSpi	spi;
+		TenureRow	row;
+
+		tenure_spi_begin(&spi);
+		tenure_load_row(name, &row, false);
+		tenure_spi_end(&spi);
+		current = row.epoch;
+	}
+	if (!live)
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_FENCED),
 				 at_commit ?
@@ -434,11 +451,10 @@ retry:
 						table, name) :
 				 errmsg("write to table \"%s\" fenced by lease \"%s\" rejected: the lease has no live tenure",
 						table, name),
-				 known ?
+				 known || !at_commit ?
 				 errdetail("The transaction presented epoch " INT64_FORMAT "; the latest epoch is " INT64_FORMAT ".",
 						   presented, current) :
-				 errdetail("The transaction presented epoch " INT64_FORMAT "; the lease has not been held since the server started.",
-						   presented),
+				 errdetail("The transaction presented epoch " INT64_FORMAT ".", presented),
 				 errhint("A fenced-out writer must not retry: its tenure has ended.")));
 	else
 		ereport(ERROR,

@@ -230,12 +230,12 @@ is( $dst->safe_psql(
 	'destination: the keeper holds the lock_keys 4242 and -17');
 like(
 	sql_error($dst,
-		"SET ROLE bob;\nSET tenure.tokens = 'shard-7=$old{'shard-7'}[-1]';\nINSERT INTO events_2026 VALUES (1, '2026-05-01');"
+		"SET ROLE bob;\nBEGIN;\nSET LOCAL tenure.tokens = 'shard-7=$old{'shard-7'}[-1]';\nINSERT INTO events_2026 VALUES (1, '2026-05-01');\nCOMMIT;"
 	),
 	qr/ERROR:  TN002: write to table "events_2026" fenced by lease "shard-7" rejected: epoch $old{'shard-7'}[-1] is not current/,
 	'destination: a partition rejects the old token of shard-7');
 $dst->safe_psql('app',
-	"SET ROLE bob; SET tenure.tokens = 'shard-7=$shard'; INSERT INTO events VALUES (1, '2026-05-01');"
+	"SET ROLE bob; BEGIN; SET LOCAL tenure.tokens = 'shard-7=$shard'; INSERT INTO events VALUES (1, '2026-05-01'); COMMIT;"
 );
 is($dst->safe_psql('app', 'SELECT count(*) FROM events_2026'),
 	'1', 'destination: a write through the parent with the new token commits');
