@@ -11,6 +11,12 @@
  *                   time from terminating the holder to the candidate's
  *                   tenure becoming active, minus the predecessor's last
  *                   renewal + ttl (the spec's bound: at most 50 ms).
+ *   MODE defaults   lease with the defaults (automatic hold-off) and ttl
+ *                   TTL_MS, renewed every ttl/3 as the examples do; the
+ *                   holder is terminated at a random point of its renewal
+ *                   period: the time from terminating it to the candidate's
+ *                   tenure becoming active (tenure.await_active returning),
+ *                   the failover a client of the defaults sees.
  *   MODE today      pg_try_advisory_lock polled every RENEW_MS by the
  *                   candidate, then a fixed hold-off of HOLDOFF_MS, the
  *                   usual hand-rolled design scaled down by 100 (5 s renew,
@@ -118,7 +124,7 @@ main(int argc, char **argv)
 
 	if (argc < 3)
 	{
-		fprintf(stderr, "usage: failover holdoff0|automatic|today TRIALS [TTL_MS]\n");
+		fprintf(stderr, "usage: failover holdoff0|automatic|defaults|today TRIALS [TTL_MS]\n");
 		return 2;
 	}
 	mode = argv[1];
@@ -128,6 +134,7 @@ main(int argc, char **argv)
 
 	mon = connect_or_die();
 	cand = connect_or_die();
+	srand(4711);				/* the same random phases in every run */
 
 	if (strcmp(mode, "today") != 0)
 	{
@@ -183,12 +190,36 @@ main(int argc, char **argv)
 				fprintf(stderr, "failover: holder did not acquire\n");
 				return 1;
 			}
+			if (strcmp(mode, "defaults") == 0)
+			{
+				/* renew every ttl/3 for a while, then die at a random point */
+				int			renewals = 1 + rand() % 3;
+				int			r;
+
+				for (r = 0; r < renewals; r++)
+				{
+					usleep(ttl_ms * 1000 / 3);
+					t_renew = now_ms();
+					if (strcmp(query1(holder, "SELECT tenure.renew('bench-failover', 'holder')"), "t") != 0)
+					{
+						fprintf(stderr, "failover: holder could not renew\n");
+						return 1;
+					}
+				}
+			}
 			if (!PQsendQuery(cand, "SELECT tenure.acquire('bench-failover', 'candidate', wait => '30 s')"))
 			{
 				fprintf(stderr, "failover: %s", PQerrorMessage(cand));
 				return 1;
 			}
 			wait_asleep(mon, cand_pid, "Extension");
+			if (strcmp(mode, "defaults") == 0)
+			{
+				double		die_at = t_renew + (rand() % 1000) / 1000.0 * ttl_ms / 3;
+
+				if (die_at > now_ms())
+					usleep((useconds_t) ((die_at - now_ms()) * 1000));
+			}
 
 			t_kill = now_ms();
 			snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)", holder_pid);
@@ -204,6 +235,20 @@ main(int argc, char **argv)
 			while ((res = PQgetResult(cand)) != NULL)
 				PQclear(res);
 
+			if (strcmp(mode, "defaults") == 0)
+			{
+				/* as a client of the defaults does: wait until it leads */
+				if (strcmp(query1(cand, "SELECT tenure.await_active('bench-failover', 'candidate', '1 min')"), "t") != 0)
+				{
+					fprintf(stderr, "failover: candidate never became active\n");
+					return 1;
+				}
+				ms[i] = now_ms() - t_kill;
+				query1(cand, "SELECT tenure.release('bench-failover', 'candidate')");
+				PQfinish(holder);
+				printf("trial %d %.3f ms\n", i + 1, ms[i]);
+				continue;
+			}
 			/* when does the candidate's tenure become active? */
 			remaining = atof(query1(cand,
 									"SELECT greatest(0, extract(epoch FROM active_from - clock_timestamp()) * 1000)"

@@ -204,16 +204,21 @@ chmod 755 "$dir/failover"
 failover_trials=${FAILOVER_TRIALS:-$([ -n "$smoke" ] && echo 10 || echo 200)}
 failover_ttl=${FAILOVER_TTL_MS:-500}
 today_trials=${TODAY_TRIALS:-$([ -n "$smoke" ] && echo 3 || echo 30)}
+# the defaults (automatic hold-off, renewed every ttl/3) at 1/10 of the
+# default ttl of 15 s: every trial takes up to a ttl
+defaults_trials=${DEFAULTS_TRIALS:-$([ -n "$smoke" ] && echo 3 || echo 30)}
+defaults_ttl=${DEFAULTS_TTL_MS:-1500}
 echo "failover: $failover_trials trials each"
 fo() { as_user env PGHOST=$dir PGPORT=$port PGDATABASE=postgres "$dir/failover" "$@" | tail -1; }
 f_h0=$(fo holdoff0 "$failover_trials")
 f_auto=$(fo automatic "$failover_trials" "$failover_ttl")
+f_defaults=$(fo defaults "$defaults_trials" "$defaults_ttl")
 f_today=$(fo today "$today_trials")
-echo "  $f_h0"; echo "  $f_auto"; echo "  $f_today"
+echo "  $f_h0"; echo "  $f_auto"; echo "  $f_defaults"; echo "  $f_today"
 field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 {
 	echo "mode,trials,p50_ms,p99_ms,max_ms"
-	for r in "$f_h0" "$f_auto" "$f_today"; do
+	for r in "$f_h0" "$f_auto" "$f_defaults" "$f_today"; do
 		echo "$(echo "$r" | cut -d' ' -f1),$(field "$r" n),$(field "$r" p50),$(field "$r" p99),$(field "$r" max)"
 	done
 } >"$out/failover.csv"
@@ -290,6 +295,7 @@ capacity=$(psql_q -c "SELECT current_setting('max_locks_per_transaction')::int *
 	echo "| --- | ---: | ---: | ---: | ---: | --- |"
 	echo "| pg_tenure, holdoff 0 | $(field "$f_h0" n) | $(field "$f_h0" p50) | $(field "$f_h0" p99) | $(field "$f_h0" max) | holder terminated -> candidate leads |"
 	echo "| pg_tenure, automatic hold-off, ttl $failover_ttl ms | $(field "$f_auto" n) | $(field "$f_auto" p50) | $(field "$f_auto" p99) | $(field "$f_auto" max) | predecessor's last renewal + ttl -> candidate leads |"
+	echo "| pg_tenure, the defaults (automatic hold-off), ttl $defaults_ttl ms, renewed every ttl/3, holder killed at a random point | $(field "$f_defaults" n) | $(field "$f_defaults" p50) | $(field "$f_defaults" p99) | $(field "$f_defaults" max) | holder terminated -> candidate's await_active returns; at the default ttl of 15 s x10 |"
 	echo "| today: advisory lock polled every 50 ms + fixed 300 ms hold-off (1/100 scale) | $(field "$f_today" n) | $(field "$f_today" p50) | $(field "$f_today" p99) | $(field "$f_today" max) | holder terminated -> candidate leads; at full scale (5 s, 30 s) x100 |"
 	echo
 	echo "## Scale"
