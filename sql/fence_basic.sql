@@ -198,6 +198,17 @@ INSERT INTO fence_basic_t VALUES (16, 'token left by an earlier transaction');
 \echo :LAST_ERROR_SQLSTATE
 SELECT set_config('tenure.tokens', 'fence_basic=' || :e2, false) IS NOT NULL AS presented;
 INSERT INTO fence_basic_t VALUES (16, 'token left by an earlier transaction');
+-- nor does a value a role setting applies when the session starts
+\set role_token 'fence_basic=' :e2
+ALTER ROLE CURRENT_USER SET tenure.tokens = :'role_token';
+\c
+SET search_path = public;
+SELECT current_setting('tenure.tokens') = :'role_token' AS set_by_role;
+INSERT INTO fence_basic_t VALUES (16, 'token of a role setting');
+\echo :LAST_ERROR_SQLSTATE
+ALTER ROLE CURRENT_USER RESET tenure.tokens;
+\c
+SET search_path = public;
 -- within the transaction that sets it, a plain SET counts
 BEGIN;
 SELECT tenure.present('fence_basic', :e2);
