@@ -21,7 +21,7 @@ ISOLATION_OPTS = --temp-instance=$(CURDIR)/tmp_check_iso --temp-config=$(TENURE_
 TAP_TESTS = 1
 PROVE_TESTS ?= $(sort $(wildcard test/t/*.pl))
 
-PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 

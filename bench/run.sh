@@ -12,13 +12,13 @@
 # runs, default 5 of 10 s), TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
 #
 # Runs as root: installs what it needs, builds and installs pg_tenure, and
-# starts a throwaway cluster owned by the user "tenure".
+# starts a throwaway cluster owned by the user "tenure".  PG_MAJOR picks
+# the PostgreSQL major (test/pg_major.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-PG_BIN=/usr/lib/postgresql/15/bin
-PG_CONFIG=$PG_BIN/pg_config
+. "$top/test/pg_major.sh"
 BENCH_USER=${BENCH_USER:-tenure}
 DURATION=${DURATION:-10}
 REPEATS=${REPEATS:-3}
@@ -39,7 +39,7 @@ fi
 if [ -z "${TENURE_SKIP_APT:-}" ]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential \
-		postgresql-15 postgresql-server-dev-15 libpq-dev gnuplot-nox >/dev/null
+		postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libpq-dev gnuplot-nox >/dev/null
 fi
 id "$BENCH_USER" >/dev/null 2>&1 || useradd -m "$BENCH_USER"
 if [ -z "${TENURE_SKIP_INSTALL:-}" ]; then
@@ -52,8 +52,12 @@ fi
 
 # the throwaway cluster
 dir=$(mktemp -d /tmp/pg_tenure-bench.XXXXXX)
-chown "$BENCH_USER": "$dir"
+# the user runs the scripts from a copy: the checkout may sit where it
+# cannot read (under /root)
+cp -a "$here/scripts" "$here/setup.sql" "$dir"/
+chown -R "$BENCH_USER": "$dir"
 chmod 755 "$dir"
+cd "$dir"
 as_user() { runuser -u "$BENCH_USER" -- "$@"; }
 port=54329
 as_user $PG_BIN/initdb -D "$dir/data" -A trust >/dev/null
@@ -83,7 +87,7 @@ for _ in $(seq 300); do
 	[ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'")" = 1 ] && break
 	sleep 0.1
 done
-psql_q -f "$here/setup.sql" >/dev/null
+psql_q -f "$dir/setup.sql" >/dev/null
 epoch=$(psql_q -c "SELECT tenure.current_epoch('bench-writer')")
 
 # Scenarios: id | reference id | script | extra PGOPTIONS | description
@@ -112,7 +116,7 @@ run_one() {
 	lsn0=$(psql_q -c "SELECT pg_current_wal_insert_lsn()")
 	log=$(as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="$opts" $PG_BIN/pgbench -n -M prepared \
 		-c "$clients" -j "$(( clients < 2 ? 1 : 2 ))" -T "$DURATION" -D epoch="$epoch" \
-		-f "$here/scripts/$script" postgres 2>&1) || { echo "$log" >&2; return 1; }
+		-f "$dir/scripts/$script" postgres 2>&1) || { echo "$log" >&2; return 1; }
 	lsn1=$(psql_q -c "SELECT pg_current_wal_insert_lsn()")
 	tps=$(echo "$log" | awk '/^tps = .*without initial connection time/ {print $3}')
 	n=$(echo "$log" | awk '/number of transactions actually processed/ {print $NF}')
@@ -147,7 +151,7 @@ echo "pair,plain_tps,fenced_tps,ratio" >"$out/fenced_pairs.csv"
 for i in $(seq "$pairs"); do
 	pt() {
 		as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="$2" $PG_BIN/pgbench -n -M prepared -c 8 -j 2 \
-			-T "$pair_s" -D epoch="$epoch" -f "$here/scripts/$1" postgres 2>&1 |
+			-T "$pair_s" -D epoch="$epoch" -f "$dir/scripts/$1" postgres 2>&1 |
 			awk '/^tps = .*without initial connection time/ {print $3}'
 	}
 	# alternate which runs first, so that drift favours neither
@@ -180,7 +184,7 @@ for i in $(seq "$mixes"); do
 	rm -f "$dir"/mix_log*
 	as_user env PGHOST=$dir PGPORT=$port \
 		$PG_BIN/pgbench -n -M prepared -c 8 -j 2 -T "$mix_s" -D epoch="$epoch" -l --log-prefix="$dir/mix_log" \
-		-f "$here/scripts/insert_plain_local.sql@1" -f "$here/scripts/insert_fenced_local.sql@1" postgres >/dev/null 2>&1 ||
+		-f "$dir/scripts/insert_plain_local.sql@1" -f "$dir/scripts/insert_fenced_local.sql@1" postgres >/dev/null 2>&1 ||
 		{ echo "bench: interleaved fenced INSERT failed" >&2; exit 1; }
 	# log lines: client transaction latency_us script epoch_s epoch_us
 	cat "$dir"/mix_log* | awk -v i="$i" '

@@ -5,7 +5,8 @@
 #
 #   bash demo/run.sh
 #
-# It installs PostgreSQL 15 and the build tools (TENURE_SKIP_APT=1 skips
+# It installs PostgreSQL (PG_MAJOR, default: the major this Debian ships; see
+# test/pg_major.sh) and the build tools (TENURE_SKIP_APT=1 skips
 # that), builds and installs pg_tenure (TENURE_SKIP_INSTALL=1 uses the
 # installed one), builds the example clients in examples/, and starts a
 # throwaway cluster in a temporary directory (unix socket only, run by the
@@ -40,11 +41,10 @@
 # directory).
 set -euo pipefail
 
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-PG_BIN=/usr/lib/postgresql/15/bin
 DEMO_USER=${DEMO_USER:-tenure}
 HOLDOFF=${TENURE_DEMO_HOLDOFF:-0}
 src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/test/pg_major.sh"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "demo/run.sh: run as root (it installs packages and the extension)" >&2
@@ -68,12 +68,14 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 	say "== installing packages"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		postgresql-15 postgresql-server-dev-15 libpq-dev build-essential >/dev/null
+		postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libpq-dev build-essential >/dev/null
 fi
 id "$DEMO_USER" >/dev/null 2>&1 || useradd -m "$DEMO_USER"
 
 work=$(mktemp -d /tmp/pg_tenure-demo.XXXXXX)
 chmod 755 "$work"
+# the checkout may sit where the demo user cannot read (under /root)
+cd "$work"
 pids=()
 status=1
 
@@ -130,7 +132,7 @@ as_user make -s -C "$work/src/examples" PG_CONFIG=$PG_CONFIG clean all >/dev/nul
 job_bin=$work/src/examples/singleton_job
 writer_bin=$work/src/examples/singleton_writer
 
-say "== starting a throwaway PostgreSQL 15 cluster (unix socket in $work)"
+say "== starting a throwaway PostgreSQL $PG_MAJOR cluster (unix socket in $work)"
 as_user "$PG_BIN/initdb" -D "$work/data" -U "$DEMO_USER" -A trust -N >/dev/null
 cat >>"$work/data/postgresql.conf" <<EOF
 listen_addresses = ''

@@ -5,18 +5,19 @@
 # throwaway cluster with pg_tenure preloaded.
 #
 # As root (a fresh Debian 12 machine): installs the packages it needs,
-# builds with assertions, installs the extension, and runs the tests as
-# the unprivileged user "tenure" in a copy of the tree.
+# builds with assertions and -Werror, installs the extension, and runs the
+# tests as the unprivileged user "tenure" in a copy of the tree.
 #
 #   bash test/run.sh                        # everything
-#   bash test/run.sh REGRESS=acquire ISOLATION= PROVE_TESTS=   # one file
+#   bash test/run.sh REGRESS=acquire ISOLATION= TAP_TESTS=   # one file
+#   PG_MAJOR=17 bash test/run.sh            # another major (test/pg_major.sh)
 #
 # Exits non-zero on any failure, after printing the diffs and logs.
 set -euo pipefail
 
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 TEST_USER=${TEST_USER:-tenure}
 src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/test/pg_major.sh"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "run.sh: run as root (it installs packages and the extension)" >&2
@@ -26,8 +27,8 @@ fi
 if [ -z "${TENURE_SKIP_APT:-}" ]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		build-essential postgresql-15 postgresql-server-dev-15 \
-		postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
+		build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR \
+		postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl \
 		libipc-run-perl libpq-dev >/dev/null
 fi
 id "$TEST_USER" >/dev/null 2>&1 || useradd -m "$TEST_USER"
@@ -49,7 +50,7 @@ as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no EXTRA_CFLAGS=-DUSE_ASSERT_CHEC
 stop_leftovers() {
 	# a TAP test that dies can leave postmasters behind
 	for pid in $(find "$work" -name postmaster.pid 2>/dev/null); do
-		as_user "$("$PG_CONFIG" --bindir)/pg_ctl" -D "$(dirname "$pid")" -m immediate stop >/dev/null 2>&1 || true
+		as_user "$PG_BIN/pg_ctl" -D "$(dirname "$pid")" -m immediate stop >/dev/null 2>&1 || true
 	done
 }
 trap stop_leftovers EXIT
