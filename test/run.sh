@@ -31,6 +31,8 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 		postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl \
 		libipc-run-perl libpq-dev >/dev/null
 fi
+# (TENURE_APT_ONLY=1: install the packages and stop)
+[ -z "${TENURE_APT_ONLY:-}" ] || exit 0
 id "$TEST_USER" >/dev/null 2>&1 || useradd -m "$TEST_USER"
 
 # a private copy the test user owns (the checkout may sit under /root)
