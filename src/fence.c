@@ -98,6 +98,12 @@ static TenureTokens *tenure_tokens = NULL;
 /* leases this transaction wrote through or issues epochs for */
 static List *tenure_fence_uses = NIL;
 
+/*
+ * Set once the commit-time check has run: a fenced write noted later (by
+ * another extension's PRE_COMMIT callback, say) could not be checked.
+ */
+static bool tenure_fence_checked = false;
+
 /* OIDs of this database's fence lock views, by number */
 static Oid	tenure_fence_rels[TENURE_FENCE_LOCKS];
 static bool tenure_fence_rels_valid = false;
@@ -340,6 +346,15 @@ tenure_fence_note(const char *lease, const char *table, LOCKMODE mode,
 	MemoryContext old;
 	TenureFenceUse *use;
 
+	if (tenure_fence_checked)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_FENCED),
+				 table != NULL ?
+				 errmsg("write to table \"%s\" fenced by lease \"%s\" after the commit-time check",
+						table, lease) :
+				 errmsg("lease \"%s\" used after the commit-time check", lease),
+				 errdetail("The transaction's fences were checked when it began to commit; nothing done later can be checked.")));
+
 	foreach(lc, tenure_fence_uses)
 	{
 		use = lfirst(lc);
@@ -467,6 +482,8 @@ tenure_fence_precommit(void)
 {
 	ListCell   *lc;
 
+	/* whatever happens from here on is not checked: refuse it */
+	tenure_fence_checked = true;
 	if (tenure_fence_uses == NIL)
 		return;
 
@@ -528,12 +545,13 @@ tenure_fence_precommit(void)
 }
 
 /*
- * Forget the transaction's fence uses (commit or abort).
+ * Forget the transaction's fence uses and check (commit or abort).
  */
 void
 tenure_fence_reset(void)
 {
 	tenure_fence_uses = NIL;
+	tenure_fence_checked = false;
 }
 
 /*
