@@ -143,7 +143,7 @@ SELECT tbl, lease FROM tenure.fenced WHERE tbl::text LIKE 'mx_p%' ORDER BY tbl::
 -- = replica (logical replication apply; see 170_logical_apply.pl)
 SELECT tgrelid::regclass AS tbl, tgname, tgenabled FROM pg_trigger
  WHERE tgname LIKE 'tenure_fence%' AND tgrelid::regclass::text LIKE 'mx_p%'
- ORDER BY 1::text, 2;
+ ORDER BY tgrelid::regclass::text, tgname;
 
 -- every way to write the tree: only the current token passes
 SELECT pg_temp.matrix($$INSERT INTO mx_p VALUES (3, 'new')$$) AS "INSERT through the root";
@@ -279,7 +279,7 @@ SELECT pg_temp.outcome($$INSERT INTO mx_x VALUES (250, 'new')$$, '') AS no_token
 	   pg_temp.outcome($$INSERT INTO mx_x VALUES (250, 'new')$$, :'t_right') AS tree_token,
 	   pg_temp.outcome($$INSERT INTO mx_x VALUES (251, 'new')$$, :'t_other') AS own_token;
 SELECT k FROM mx_x;
-SELECT tbl, lease FROM tenure.fenced WHERE tbl::text IN ('mx_x', 'mx_ix') ORDER BY 1::text;
+SELECT tbl, lease FROM tenure.fenced WHERE tbl::text IN ('mx_x', 'mx_ix') ORDER BY tbl::text;
 SELECT tenure.unfence_table('mx_x');
 SELECT tenure.unfence_table('mx_ix');
 
@@ -321,7 +321,7 @@ SELECT (SELECT count(*) FROM mx_p WHERE k >= 300) AS new_partition_rows,
 -- table explicitly)
 ALTER TABLE mx_p DETACH PARTITION mx_p3;
 ALTER TABLE mx_i3 NO INHERIT mx_i;
-SELECT tbl, lease FROM tenure.fenced WHERE tbl::text IN ('mx_p', 'mx_p3', 'mx_i', 'mx_i3') ORDER BY 1::text;
+SELECT tbl, lease FROM tenure.fenced WHERE tbl::text IN ('mx_p', 'mx_p3', 'mx_i', 'mx_i3') ORDER BY tbl::text;
 INSERT INTO mx_p3 VALUES (350, 'new');
 \set VERBOSITY default
 SELECT tenure.unfence_table('mx_p3');
@@ -378,7 +378,7 @@ DROP TABLE mx_mi, mx_other2;
 -- with a second parent fenced by the same lease, the child joins both
 SELECT tenure.fence_table('mx_other', 'fence_matrix');
 CREATE TABLE mx_mi () INHERITS (mx_i, mx_other);
-SELECT tbl, lease FROM tenure.fenced WHERE tbl::text IN ('mx_other', 'mx_mi');
+SELECT tbl, lease FROM tenure.fenced WHERE tbl::text IN ('mx_other', 'mx_mi') ORDER BY tbl::text;
 -- and neither tree can be unfenced while they share it
 SELECT pg_temp.err($$SELECT tenure.unfence_table('mx_other')$$);
 DROP TABLE mx_mi;
