@@ -215,6 +215,32 @@ INSERT INTO mx_p VALUES (9, 'new');
 RELEASE SAVEPOINT s;
 COMMIT;
 SELECT pg_temp.rows() AS "savepoint, current token";
+
+-- a deferred trigger that writes the tree runs at COMMIT, before the
+-- commit-time check, and is checked like any write
+CREATE FUNCTION mx_deferred_write() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO mx_p VALUES (NEW.k, 'deferred');
+	RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER mx_src_deferred AFTER INSERT ON mx_src
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION mx_deferred_write();
+SELECT pg_temp.reseed();
+INSERT INTO mx_src VALUES (10, 'new');
+SELECT pg_temp.rows() AS "deferred trigger, no token";
+BEGIN;
+SELECT set_config('tenure.tokens', :'t_right', true) IS NOT NULL AS current_token;
+INSERT INTO mx_src VALUES (10, 'new');
+COMMIT;
+SELECT pg_temp.rows() AS "deferred trigger, current token";
+DROP TRIGGER mx_src_deferred ON mx_src;
+DROP FUNCTION mx_deferred_write();
+DELETE FROM mx_src WHERE k NOT IN (50, 150);
+-- (Not covered here: a fenced write made after the commit-time check ran
+-- fails with TN002 too.  Only another extension's PRE_COMMIT transaction
+-- callback, running after pg_tenure's, can write then; SQL cannot.)
 \set VERBOSITY default
 
 --

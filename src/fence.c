@@ -1221,11 +1221,12 @@ static void
 tenure_fence_ddl_trees(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
+	List	   *fixed = NIL;
 
 	for (;;)
 	{
 		List	   *edges = NIL;
-		List	   *fixed = NIL;
+		List	   *round = NIL;
 		ListCell   *lc;
 		TenureSpi	spi;
 		uint64		i;
@@ -1280,11 +1281,14 @@ tenure_fence_ddl_trees(void)
 				 edge->child_kind == RELKIND_PARTITIONED_TABLE))
 			{
 				/* a new child of a fenced table: fenced with it */
-				if (!list_member_oid(fixed, edge->child))
+				if (list_member_oid(fixed, edge->child))
+					elog(ERROR, "table %u was fenced but is not recorded as fenced",
+						 edge->child);
+				if (!list_member_oid(round, edge->child))
 				{
 					tenure_fence_ddl_other_parents(edge);
 					tenure_fence_one(edge->child, edge->parent_lease);
-					fixed = lappend_oid(fixed, edge->child);
+					round = lappend_oid(round, edge->child);
 				}
 			}
 			else if (edge->child_lease == NULL)
@@ -1317,6 +1321,7 @@ tenure_fence_ddl_trees(void)
 								edge->parent_lease),
 						 errdetail("All tables of a partition or inheritance tree are fenced by the same lease.")));
 		}
+		fixed = list_concat(fixed, round);
 	}
 }
 
