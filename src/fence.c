@@ -1172,6 +1172,19 @@ typedef struct TenureFenceEdge
 } TenureFenceEdge;
 
 /*
+ * Whether column col of an SPI result, an xmin, is NULL or a transaction
+ * other than this one (or one of its subtransactions).
+ */
+static bool
+tenure_xmin_current(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		xmin = SPI_getbinval(tup, desc, col, &isnull);
+
+	return !isnull && TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin));
+}
+
+/*
  * Before an unfenced child is fenced with its parent: refuse if it also
  * inherits from a table not fenced by the same lease (multiple
  * inheritance), which could then never be fenced as one tree.
@@ -1235,9 +1248,13 @@ tenure_fence_ddl_trees(void)
 		 * Every edge whose two sides are not fenced by the same lease, as
 		 * committed now (a REPEATABLE READ snapshot might predate a fence).
 		 * Partitioned indexes have edges too, never fenced on either side.
+		 * Only edges this transaction made, or whose fences it made, are
+		 * its business: one left broken by a superuser who bypassed the
+		 * event trigger must not make everyone's DDL fail.
 		 */
 		tenure_spi_begin(&spi);
-		tenure_fence_query("SELECT i.inhrelid, i.inhparent, fc.lease, fp.lease, c.relkind"
+		tenure_fence_query("SELECT i.inhrelid, i.inhparent, fc.lease, fp.lease, c.relkind,"
+						   "  i.xmin, fc.xmin, fp.xmin"
 						   " FROM pg_catalog.pg_inherits i"
 						   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
 						   " LEFT JOIN tenure.fenced fc"
@@ -1255,9 +1272,15 @@ tenure_fence_ddl_trees(void)
 			bool		isnull;
 			char	   *child_lease = SPI_getvalue(tup, desc, 3);
 			char	   *parent_lease = SPI_getvalue(tup, desc, 4);
-			MemoryContext old = MemoryContextSwitchTo(cxt);
+			MemoryContext old;
+
+			if (!tenure_xmin_current(tup, desc, 6) &&
+				!tenure_xmin_current(tup, desc, 7) &&
+				!tenure_xmin_current(tup, desc, 8))
+				continue;
 
 			/* in the caller's context: SPI's goes away with the session */
+			old = MemoryContextSwitchTo(cxt);
 			edge = palloc(sizeof(TenureFenceEdge));
 			edge->child = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
 			edge->parent = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
@@ -1326,9 +1349,11 @@ tenure_fence_ddl_trees(void)
 }
 
 /*
- * After DDL: refuse if logical replication now writes into a fenced table
- * (a subscription created or refreshed, or a subscribed table attached to a
- * fenced tree).
+ * After DDL: refuse if this transaction made a fenced table a logical
+ * replication target (a subscription created or refreshed, a subscribed
+ * table attached to a fenced tree).  A target made otherwise (by a
+ * superuser past the event trigger) is left to the apply trigger, so that
+ * the subscription can still be altered, disabled or fixed.
  */
 static void
 tenure_fence_ddl_subscriptions(void)
@@ -1337,24 +1362,29 @@ tenure_fence_ddl_subscriptions(void)
 	Oid			relid = InvalidOid;
 	Oid			subid = InvalidOid;
 	char	   *lease = NULL;
+	uint64		i;
 
 	tenure_spi_begin(&spi);
-	tenure_fence_query("SELECT f.tbl::pg_catalog.oid, r.srsubid, f.lease"
+	tenure_fence_query("SELECT f.tbl::pg_catalog.oid, r.srsubid, f.lease, f.xmin, r.xmin"
 					   " FROM tenure.fenced f JOIN pg_catalog.pg_subscription_rel r"
 					   "  ON r.srrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
-					   " ORDER BY 1, 2 LIMIT 1",
+					   " ORDER BY 1, 2",
 					   0, NULL);
-	if (SPI_processed > 0)
+	for (i = 0; i < SPI_processed; i++)
 	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		char	   *v;
 
-		relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 1, &isnull));
-		subid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 2, &isnull));
-		v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+		if (!tenure_xmin_current(tup, desc, 4) &&
+			!tenure_xmin_current(tup, desc, 5))
+			continue;
+		relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		subid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		v = SPI_getvalue(tup, desc, 3);
 		lease = strcpy(SPI_palloc(strlen(v) + 1), v);
+		break;
 	}
 	tenure_spi_end(&spi);
 
@@ -1378,9 +1408,11 @@ tenure_fence_ddl_subscriptions(void)
  *
  * It does not ask pg_event_trigger_ddl_commands() what the command touched
  * (CREATE SCHEMA does not report the tables it creates): it looks at every
- * edge of pg_inherits and every subscribed table, as committed now.  The
- * invariant holds after every command, so only the command's own changes
- * can break it.
+ * edge of pg_inherits and every subscribed table, as committed now, and
+ * acts on those whose catalog or tenure.fenced rows this transaction
+ * wrote.  The invariant holds after every command, so only the
+ * transaction's own changes can break it (short of a superuser bypassing
+ * this trigger).
  */
 Datum
 tenure_fence_ddl(PG_FUNCTION_ARGS)
