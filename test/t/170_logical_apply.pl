@@ -168,6 +168,29 @@ ok( $sub->poll_query_until(
 is($sub->safe_psql('postgres', 'SELECT k, v FROM la_f ORDER BY k'),
 	"1|seed\n2|seed", 'la_f never changed');
 
+# The initial copy of a fenced table (tablesync's COPY fires the statement
+# trigger, which finds no token) fails too.
+$pub->safe_psql(
+	'postgres', q{
+	CREATE TABLE la_f2 (k int PRIMARY KEY, v text);
+	INSERT INTO la_f2 VALUES (1, 'copied');
+	ALTER PUBLICATION la_pub ADD TABLE la_f2;
+});
+$sub->safe_psql(
+	'postgres', q{
+	CREATE TABLE la_f2 (k int PRIMARY KEY, v text);
+	SELECT tenure.fence_table('la_f2', 'la');
+});
+my $offset = -s $sub->logfile;
+$bypass->('ALTER SUBSCRIPTION la_s REFRESH PUBLICATION');
+$sub->wait_for_log(qr/ERROR:  TN002: [^\n]*"la_f2"[^\n]*"la"/, $offset);
+pass('the initial copy of a fenced table fails with TN002');
+ok( $sub->poll_query_until(
+		'postgres', "SELECT NOT subenabled FROM pg_subscription WHERE subname = 'la_s'"),
+	'the subscription is disabled on the error');
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM la_f2'),
+	'0', 'nothing was copied into la_f2');
+
 $sub->safe_psql('postgres', 'DROP SUBSCRIPTION la_s');
 $sub->stop;
 $pub->stop;
