@@ -35,6 +35,10 @@ SELECT tgrelid::regclass AS tbl, tgname, tgenabled FROM pg_trigger
 INSERT INTO fence_ch_p3a VALUES (21, 'x');
 INSERT INTO fence_ch_i1 VALUES (1);
 
+-- a partition of a fenced table cannot be unfenced on its own
+SELECT tenure.unfence_table('fence_ch_p1');
+SELECT count(*) AS still_fenced FROM tenure.fenced WHERE tbl = 'fence_ch_p1'::regclass;
+
 -- a partition or child cannot be fenced on its own, fenced parent or not:
 -- writes through the parent fire only the parent's triggers
 CREATE TABLE fence_ch_q (k int) PARTITION BY LIST (k);
@@ -47,10 +51,6 @@ SELECT tenure.fence_table('fence_ch_q', 'fence_children');
 SELECT tbl FROM tenure.fenced WHERE tbl::text LIKE 'fence_ch_q%' ORDER BY tbl::text;
 SELECT tenure.unfence_table('fence_ch_q');
 DROP TABLE fence_ch_q;
-
--- a partition of a fenced table cannot be unfenced on its own
-SELECT tenure.unfence_table('fence_ch_p1');
-SELECT count(*) AS still_fenced FROM tenure.fenced WHERE tbl = 'fence_ch_p1'::regclass;
 
 -- DDL on unrelated tables does not touch fences
 CREATE TABLE fence_ch_other (k int);
