@@ -1172,8 +1172,8 @@ typedef struct TenureFenceEdge
 } TenureFenceEdge;
 
 /*
- * Whether column col of an SPI result, an xmin, is NULL or a transaction
- * other than this one (or one of its subtransactions).
+ * Whether column col of an SPI result, an xmin (or NULL), is this
+ * transaction or one of its subtransactions.
  */
 static bool
 tenure_xmin_current(HeapTuple tup, TupleDesc desc, int col)
