@@ -165,6 +165,9 @@ SELECT pg_temp.matrix($$INSERT INTO mx_v VALUES (4, 'new')$$) AS "INSERT through
 SELECT pg_temp.matrix($$UPDATE mx_v SET v = 'upd'$$) AS "UPDATE through an updatable view";
 SELECT pg_temp.matrix($$INSERT INTO mx_r VALUES (5, 'new')$$) AS "INSERT rewritten by a rule";
 SELECT pg_temp.matrix($$DELETE FROM mx_ref WHERE id = 1$$) AS "ON DELETE CASCADE from an unfenced table";
+SET client_min_messages = warning;  -- (the cascade's notices)
+SELECT pg_temp.matrix($$TRUNCATE mx_ref CASCADE$$) AS "TRUNCATE ... CASCADE from an unfenced table";
+RESET client_min_messages;
 SELECT pg_temp.matrix($$WITH w AS (INSERT INTO mx_p VALUES (6, 'new') RETURNING k) SELECT count(*) FROM w$$) AS "INSERT in a CTE";
 SELECT pg_temp.matrix($$WITH d AS (DELETE FROM mx_p1 RETURNING k, v) INSERT INTO mx_src SELECT * FROM d$$) AS "DELETE in a CTE";
 -- (superusers only) session_replication_role = replica does not turn
