@@ -87,6 +87,13 @@ my $refused =
 	"CREATE SUBSCRIPTION la_s2 CONNECTION '$connstr' PUBLICATION la_pub_f WITH (create_slot = false, slot_name = NONE, enabled = false)"
 );
 like($err, $refused, 'CREATE SUBSCRIPTION of a fenced table is refused');
+# (one that creates its slot leaves it on the publisher: README says so)
+($ret, $out, $err) = $sub->psql('postgres',
+	"CREATE SUBSCRIPTION la_s2 CONNECTION '$connstr' PUBLICATION la_pub_f");
+like($err, $refused, 'CREATE SUBSCRIPTION creating its slot is refused too');
+is($pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'la_s2'"),
+	'1', 'the refused subscription\'s slot is left on the publisher');
+$pub->safe_psql('postgres', "SELECT pg_drop_replication_slot('la_s2')");
 ($ret, $out, $err) = $sub->psql('postgres',
 	'ALTER SUBSCRIPTION la_s ADD PUBLICATION la_pub_f WITH (copy_data = false)');
 like($err, $refused, 'ALTER SUBSCRIPTION ... ADD PUBLICATION of a fenced table is refused');
