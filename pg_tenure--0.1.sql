@@ -242,6 +242,13 @@ LANGUAGE C;
 COMMENT ON FUNCTION tenure.fence_trigger() IS
 	'Statement trigger of fenced tables: rejects writes without the lease''s current epoch';
 
+CREATE FUNCTION tenure.fence_apply_trigger()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'tenure_fence_apply_trigger'
+LANGUAGE C;
+COMMENT ON FUNCTION tenure.fence_apply_trigger() IS
+	'Row trigger of fenced tables, enabled REPLICA: rejects logical replication apply, which fires no statement triggers and presents no epoch';
+
 CREATE FUNCTION tenure.present(lease text, epoch bigint, is_local boolean DEFAULT false)
 RETURNS void
 AS 'MODULE_PATHNAME', 'tenure_present'
@@ -270,10 +277,20 @@ RETURNS event_trigger
 AS 'MODULE_PATHNAME', 'tenure_fence_ddl'
 LANGUAGE C;
 COMMENT ON FUNCTION tenure._fence_ddl() IS
-	'Event trigger: forgets fenced tables that are dropped, fences new partitions and children of fenced tables';
+	'Event trigger: forgets fenced tables that are dropped, keeps partition and inheritance trees fenced whole by one lease, refuses fenced tables as logical replication targets';
 
+-- ENABLE ALWAYS: a session with session_replication_role = replica must
+-- not create, attach or subscribe tables past the fence, nor drop fenced
+-- tables without their being forgotten.  Every command that can create a
+-- table, add a partition or inheritance child, or add a table to a
+-- subscription is listed.
 CREATE EVENT TRIGGER tenure_fence_drop ON sql_drop
 	EXECUTE FUNCTION tenure._fence_ddl();
+ALTER EVENT TRIGGER tenure_fence_drop ENABLE ALWAYS;
 CREATE EVENT TRIGGER tenure_fence_children ON ddl_command_end
-	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE')
+	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE SCHEMA',
+				 'CREATE FOREIGN TABLE', 'ALTER FOREIGN TABLE',
+				 'CREATE TABLE AS', 'SELECT INTO', 'IMPORT FOREIGN SCHEMA',
+				 'CREATE SUBSCRIPTION', 'ALTER SUBSCRIPTION')
 	EXECUTE FUNCTION tenure._fence_ddl();
+ALTER EVENT TRIGGER tenure_fence_children ENABLE ALWAYS;

@@ -36,14 +36,31 @@
  * its fence locks in view order, the stronger mode first, so fenced
  * writers and claimers never deadlock one another.
  *
+ * What a fence covers.  Statement triggers fire only for the table a
+ * statement names, so a fence covers a whole partition or inheritance
+ * tree, by one lease: fence_table() takes only a root, and the event
+ * trigger tenure._fence_ddl() fences tables that join a fenced tree and
+ * refuses DDL that would leave an edge of pg_inherits with one side
+ * fenced, or fenced by two leases.  Foreign tables (written by another
+ * server) and logical replication targets cannot be fenced.  Logical
+ * replication apply fires row triggers only: a REPLICA row trigger
+ * rejects it, should a subscription reach a fenced table anyway.  A write
+ * noted after the commit-time check ran fails.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_subscription.h"
+#include "catalog/pg_subscription_rel.h"
 #include "commands/event_trigger.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -51,16 +68,19 @@
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "parser/scansup.h"
+#include "replication/logicalworker.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "pg_tenure.h"
 
@@ -122,6 +142,12 @@ static uint64 tenure_tokens_serial = 0;
 
 /* leases this transaction wrote through or issues epochs for */
 static List *tenure_fence_uses = NIL;
+
+/*
+ * Set once the commit-time check has run: a fenced write noted later (by
+ * another extension's PRE_COMMIT callback, say) could not be checked.
+ */
+static bool tenure_fence_checked = false;
 
 /* OIDs of this database's fence lock views, by number */
 static Oid	tenure_fence_rels[TENURE_FENCE_LOCKS];
@@ -481,6 +507,15 @@ tenure_fence_note(const char *lease, const char *table, LOCKMODE mode,
 	MemoryContext old;
 	TenureFenceUse *use;
 
+	if (tenure_fence_checked)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_FENCED),
+				 table != NULL ?
+				 errmsg("write to table \"%s\" fenced by lease \"%s\" after the commit-time check",
+						table, lease) :
+				 errmsg("lease \"%s\" used after the commit-time check", lease),
+				 errdetail("The transaction's fences were checked when it began to commit; nothing done later can be checked.")));
+
 	foreach(lc, tenure_fence_uses)
 	{
 		use = lfirst(lc);
@@ -608,6 +643,8 @@ tenure_fence_precommit(void)
 {
 	ListCell   *lc;
 
+	/* whatever happens from here on is not checked: refuse it */
+	tenure_fence_checked = true;
 	if (tenure_fence_uses == NIL)
 		return;
 
@@ -669,12 +706,13 @@ tenure_fence_precommit(void)
 }
 
 /*
- * Forget the transaction's fence uses (commit or abort).
+ * Forget the transaction's fence uses and check (commit or abort).
  */
 void
 tenure_fence_reset(void)
 {
 	tenure_fence_uses = NIL;
+	tenure_fence_checked = false;
 }
 
 /*
@@ -777,20 +815,122 @@ tenure_rel_qualified(Oid relid)
 static bool tenure_fence_ddl_running = false;
 
 /*
- * The lease that fences table relid, or NULL.  Inside an SPI session.
+ * Run a query with OID arguments in pg_tenure's SPI session under the
+ * latest snapshot, not the transaction's: who is fenced must be read as
+ * committed now, or a REPEATABLE READ transaction attaching a partition
+ * would not see a fence committed after its snapshot was taken (see
+ * tenure_fence_table()).  The command counter advances as usual, so the
+ * transaction's own changes are seen too.
+ */
+static void
+tenure_fence_query(const char *sql, int nargs, Datum *args)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	SPIPlanPtr	plan;
+	int			rc;
+
+	Assert(nargs >= 0 && nargs <= (int) lengthof(argtypes));
+	plan = SPI_prepare(sql, nargs, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	rc = SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(),
+							  InvalidSnapshot, false, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_snapshot failed: %s", SPI_result_code_string(rc));
+	SPI_freeplan(plan);
+}
+
+/*
+ * The lease that fences table relid as committed now, or NULL.  Inside an
+ * SPI session; the result outlives it.
  */
 static char *
 tenure_fenced_by(Oid relid)
 {
 	Datum		args[1];
+	char	   *lease;
 
 	args[0] = ObjectIdGetDatum(relid);
-	tenure_spi_exec("SELECT lease FROM tenure.fenced"
-					" WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-					"o", args, NULL, SPI_OK_SELECT);
+	tenure_fence_query("SELECT lease FROM tenure.fenced"
+					   " WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+					   1, args);
 	if (SPI_processed == 0)
 		return NULL;
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	lease = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	return strcpy(SPI_palloc(strlen(lease) + 1), lease);
+}
+
+/*
+ * The tables relid inherits from, as a partition or an inheritance child,
+ * in inhseqno order.  A catalog scan: it sees the latest committed state.
+ */
+static List *
+tenure_rel_parents(Oid relid)
+{
+	Relation	inh;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *parents = NIL;
+
+	inh = table_open(InheritsRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(inh, InheritsRelidSeqnoIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		parents = lappend_oid(parents, ((Form_pg_inherits) GETSTRUCT(tup))->inhparent);
+	systable_endscan(scan);
+	table_close(inh, AccessShareLock);
+	return parents;
+}
+
+/*
+ * The root of the tree relid belongs to, following first parents.
+ */
+static Oid
+tenure_rel_root(Oid relid)
+{
+	List	   *parents;
+
+	while ((parents = tenure_rel_parents(relid)) != NIL)
+		relid = linitial_oid(parents);
+	return relid;
+}
+
+/*
+ * A logical replication subscription of this database that writes table
+ * relid (pg_subscription_rel is per database), or InvalidOid.
+ */
+static Oid
+tenure_rel_subscription(Oid relid)
+{
+	Relation	subrel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			subid = InvalidOid;
+
+	subrel = table_open(SubscriptionRelRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_subscription_rel_srrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(subrel, SubscriptionRelSrrelidSrsubidIndexId,
+							  true, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+		subid = ((Form_pg_subscription_rel) GETSTRUCT(tup))->srsubid;
+	systable_endscan(scan);
+	table_close(subrel, AccessShareLock);
+	return subid;
+}
+
+/*
+ * The name of subscription subid, for messages.
+ */
+static const char *
+tenure_subscription_name(Oid subid)
+{
+	char	   *name = get_subscription_name(subid, true);
+
+	return name ? name : "?";
 }
 
 /*
@@ -818,8 +958,20 @@ tenure_fence_utility(const char *sql)
 }
 
 /*
- * Fence one table: record it, then create its trigger, enabled ALWAYS, as
- * the current user (who must be allowed to create triggers on it).
+ * Fence one table: record it, then create its triggers as the current user
+ * (who must be allowed to create triggers on it):
+ *
+ * - tenure_fence, BEFORE ... FOR EACH STATEMENT, enabled ALWAYS: the fence
+ *   of every statement that names the table, in every
+ *   session_replication_role;
+ * - on tables that hold rows (not partitioned tables), tenure_fence_apply,
+ *   AFTER ... FOR EACH ROW, enabled REPLICA: it fires only under
+ *   session_replication_role = replica, where logical replication apply
+ *   writes rows without firing statement triggers.  AFTER, not BEFORE: a
+ *   BEFORE UPDATE or DELETE row trigger makes every ordinary UPDATE and
+ *   DELETE lock each row first, even while the trigger is not enabled;
+ *   an AFTER one costs them next to nothing, and still aborts the applied
+ *   transaction before it commits.
  */
 static void
 tenure_fence_one(Oid relid, const char *lease)
@@ -846,10 +998,22 @@ tenure_fence_one(Oid relid, const char *lease)
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "ALTER TABLE %s ENABLE ALWAYS TRIGGER tenure_fence", qualified);
 	tenure_fence_utility(sql.data);
+
+	if (get_rel_relkind(relid) != RELKIND_RELATION)
+		return;
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE TRIGGER tenure_fence_apply AFTER INSERT OR UPDATE OR DELETE ON %s"
+					 " FOR EACH ROW EXECUTE FUNCTION tenure.fence_apply_trigger(%s)",
+					 qualified, quote_literal_cstr(lease));
+	tenure_fence_utility(sql.data);
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "ALTER TABLE %s ENABLE REPLICA TRIGGER tenure_fence_apply", qualified);
+	tenure_fence_utility(sql.data);
 }
 
 /*
- * Unfence one table: forget it and drop its trigger.
+ * Unfence one table: forget it and drop its triggers.
  */
 static void
 tenure_unfence_one(Oid relid)
@@ -857,6 +1021,7 @@ tenure_unfence_one(Oid relid)
 	TenureSpi	spi;
 	Datum		args[1];
 	StringInfoData sql;
+	char	   *qualified = tenure_rel_qualified(relid);
 
 	tenure_spi_begin(&spi);
 	args[0] = ObjectIdGetDatum(relid);
@@ -865,8 +1030,12 @@ tenure_unfence_one(Oid relid)
 	tenure_spi_end(&spi);
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "DROP TRIGGER IF EXISTS tenure_fence ON %s",
-					 tenure_rel_qualified(relid));
+	appendStringInfo(&sql, "DROP TRIGGER IF EXISTS tenure_fence ON %s", qualified);
+	tenure_fence_utility(sql.data);
+	if (get_rel_relkind(relid) != RELKIND_RELATION)
+		return;
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "DROP TRIGGER IF EXISTS tenure_fence_apply ON %s", qualified);
 	tenure_fence_utility(sql.data);
 }
 
@@ -885,7 +1054,8 @@ tenure_check_table_owner(Oid relid)
 
 /*
  * Common checks of fence_table and unfence_table; returns the table and
- * its partitions or inheritance children, locked against concurrent DDL.
+ * all its partitions or inheritance descendants, the table first, each
+ * locked in ShareRowExclusiveLock mode against concurrent DDL.
  */
 static List *
 tenure_fence_targets(FunctionCallInfo fcinfo, const char *action)
@@ -906,6 +1076,12 @@ tenure_fence_targets(FunctionCallInfo fcinfo, const char *action)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot %s a table during recovery", action)));
+
+	/*
+	 * find_all_inheritors() locks the descendants, not the table itself:
+	 * lock it first, then look at what it is.
+	 */
+	LockRelationOid(relid, ShareRowExclusiveLock);
 	relkind = get_rel_relkind(relid);
 	if (relkind == '\0')
 		ereport(ERROR,
@@ -923,18 +1099,65 @@ tenure_fence_targets(FunctionCallInfo fcinfo, const char *action)
 }
 
 /*
+ * A parent, outside the tree rels (root first), of one of the tree's
+ * descendants, or InvalidOid; *child is set to that descendant.  With
+ * fenced_only, only a fenced parent counts (inside an SPI session).
+ */
+static Oid
+tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
+{
+	ListCell   *lc;
+	ListCell   *lp;
+
+	for_each_from(lc, rels, 1)
+	{
+		foreach(lp, tenure_rel_parents(lfirst_oid(lc)))
+		{
+			Oid			parent = lfirst_oid(lp);
+
+			if (list_member_oid(rels, parent) ||
+				(fenced_only && tenure_fenced_by(parent) == NULL))
+				continue;
+			*child = lfirst_oid(lc);
+			return parent;
+		}
+	}
+	return InvalidOid;
+}
+
+/*
  * tenure.fence_table(tbl, lease)
  *
- * Fences the table and, since statement triggers fire only for the table
- * a statement names, each of its partitions or inheritance children.
- * Children created or attached later are fenced by tenure._fence_ddl().
+ * Fences a whole partition or inheritance tree by one lease: the table,
+ * which must be the root of its tree, and every descendant.  Statement
+ * triggers fire only for the table a statement names, and a write through
+ * a parent fires only the parent's, so fences never cover part of a tree.
+ * Refuses trees that hold a foreign table (its writes are made by another
+ * server), that share a descendant with another tree, or that logical
+ * replication writes into.  tenure._fence_ddl() keeps trees whole when
+ * tables are created, attached or inherited later.
+ *
+ * Concurrent DDL.  The root and every descendant are locked in
+ * ShareRowExclusiveLock mode, which conflicts with the lock that creating,
+ * attaching or inheriting a child takes on its parent (AccessExclusiveLock
+ * or ShareUpdateExclusiveLock), and held until commit.  So a child is
+ * either added before: then this transaction waits for that DDL to commit
+ * and finds the child in pg_inherits, which catalog scans read as
+ * committed now; or after this transaction commits: then the DDL's event
+ * trigger, which reads tenure.fenced under the latest snapshot whatever
+ * the DDL's isolation level, sees the fence and fences the child.  Either
+ * way no partition is left unfenced.
  */
 Datum
 tenure_fence_table(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	List	   *rels;
+	List	   *parents;
 	ListCell   *lc;
+	Oid			relid;
+	Oid			child = InvalidOid;
+	Oid			other;
 	TenureSpi	spi;
 	Datum		args[1];
 
@@ -944,6 +1167,52 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 				 errmsg("lease name must not be null")));
 	name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	rels = tenure_fence_targets(fcinfo, "fence");
+	relid = linitial_oid(rels);
+
+	parents = tenure_rel_parents(relid);
+	if (parents != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot fence table %s on its own", tenure_rel_qualified(relid)),
+				 get_rel_relispartition(relid) ?
+				 errdetail("It is a partition of table %s, and writes through a parent fire only the parent's triggers.",
+						   tenure_rel_qualified(linitial_oid(parents))) :
+				 errdetail("It inherits from table %s, and writes through a parent fire only the parent's triggers.",
+						   tenure_rel_qualified(linitial_oid(parents))),
+				 errhint("Fence its root table %s, which fences the whole tree.",
+						 tenure_rel_qualified(tenure_rel_root(relid)))));
+
+	foreach(lc, rels)
+	{
+		Oid			rel = lfirst_oid(lc);
+		Oid			subid;
+
+		if (get_rel_relkind(rel) == RELKIND_FOREIGN_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot fence table %s because its partition or child %s is a foreign table",
+							tenure_rel_qualified(relid), tenure_rel_qualified(rel)),
+					 errdetail("Writes to a foreign table are made by another server, where no fence can check them.")));
+		subid = tenure_rel_subscription(rel);
+		if (OidIsValid(subid))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot fence table %s because logical replication subscription \"%s\" writes to table %s",
+							tenure_rel_qualified(relid),
+							tenure_subscription_name(subid),
+							tenure_rel_qualified(rel)),
+					 errdetail("Logical replication applies changes without presenting an epoch, so the fence would reject them all."),
+					 errhint("Stop replicating the table into this database first.")));
+	}
+	other = tenure_tree_outside_parent(rels, false, &child);
+	if (OidIsValid(other))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot fence table %s because table %s in its tree also inherits from table %s",
+						tenure_rel_qualified(relid), tenure_rel_qualified(child),
+						tenure_rel_qualified(other)),
+				 errdetail("A fence covers a whole inheritance tree, and writes through table %s, outside the tree, would not be checked.",
+						   tenure_rel_qualified(other))));
 
 	tenure_spi_begin(&spi);
 	args[0] = CStringGetTextDatum(name);
@@ -977,52 +1246,54 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 /*
  * tenure.unfence_table(tbl)
  *
- * Removes the fence of the table and of its partitions or children.
+ * Removes the fence of a whole tree: the table, which must not have a
+ * fenced parent, and its partitions or inheritance descendants.
  */
 Datum
 tenure_unfence_table(PG_FUNCTION_ARGS)
 {
 	List	   *rels = tenure_fence_targets(fcinfo, "unfence");
+	Oid			relid = linitial_oid(rels);
 	ListCell   *lc;
 	TenureSpi	spi;
 	bool		fenced;
-	Datum		args[1];
-	Oid			parent;
+	Oid			parent = InvalidOid;
+	Oid			child = InvalidOid;
 
 	tenure_spi_begin(&spi);
-	fenced = tenure_fenced_by(linitial_oid(rels)) != NULL;
+	fenced = tenure_fenced_by(relid) != NULL;
+	/* a partition or child of a fenced table stays fenced with it */
+	foreach(lc, tenure_rel_parents(relid))
+	{
+		if (tenure_fenced_by(lfirst_oid(lc)) != NULL)
+		{
+			parent = lfirst_oid(lc);
+			break;
+		}
+	}
+	/* and so does a descendant that also inherits from a fenced table */
+	if (fenced && !OidIsValid(parent))
+		parent = tenure_tree_outside_parent(rels, true, &child);
 	tenure_spi_end(&spi);
+
 	if (!fenced)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table %s is not fenced", tenure_rel_qualified(linitial_oid(rels)))));
-	/* a partition or child of a fenced table stays fenced with it */
-	tenure_spi_begin(&spi);
-	args[0] = ObjectIdGetDatum(linitial_oid(rels));
-	tenure_spi_exec("WITH RECURSIVE up AS ("
-					"  SELECT inhparent AS relid FROM pg_catalog.pg_inherits"
-					"  WHERE inhrelid OPERATOR(pg_catalog.=) $1"
-					"  UNION SELECT i.inhparent FROM pg_catalog.pg_inherits i JOIN up"
-					"  ON i.inhrelid OPERATOR(pg_catalog.=) up.relid)"
-					" SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f JOIN up"
-					"  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) up.relid LIMIT 1",
-					"o", args, NULL, SPI_OK_SELECT);
-	parent = InvalidOid;
-	if (SPI_processed > 0)
-	{
-		bool		isnull;
-
-		parent = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-												SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	tenure_spi_end(&spi);
-	if (OidIsValid(parent))
+				 errmsg("table %s is not fenced", tenure_rel_qualified(relid))));
+	if (OidIsValid(parent) && !OidIsValid(child))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot unfence table %s because its parent %s is fenced",
-						tenure_rel_qualified(linitial_oid(rels)),
+						tenure_rel_qualified(relid),
 						tenure_rel_qualified(parent)),
-				 errhint("Unfence the parent, which unfences its partitions and children too.")));
+				 errhint("Unfence the root of its tree, which unfences its partitions and children too.")));
+	if (OidIsValid(parent))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot unfence table %s because table %s in its tree also inherits from fenced table %s",
+						tenure_rel_qualified(relid), tenure_rel_qualified(child),
+						tenure_rel_qualified(parent)),
+				 errhint("Remove that inheritance with ALTER TABLE ... NO INHERIT first.")));
 
 	foreach(lc, rels)
 		tenure_unfence_one(lfirst_oid(lc));
@@ -1030,10 +1301,259 @@ tenure_unfence_table(PG_FUNCTION_ARGS)
 }
 
 /*
- * Event trigger tenure._fence_ddl(), on sql_drop and on ddl_command_end of
- * CREATE TABLE and ALTER TABLE: forget dropped tables, and fence new
- * partitions and inheritance children of fenced tables with their
- * parent's lease.
+ * The fence of a partition or inheritance edge, read by tenure_fence_ddl().
+ */
+typedef struct TenureFenceEdge
+{
+	Oid			child;
+	Oid			parent;
+	char	   *child_lease;	/* NULL if not fenced */
+	char	   *parent_lease;	/* NULL if not fenced */
+	char		child_kind;
+} TenureFenceEdge;
+
+/*
+ * Whether column col of an SPI result, an xmin (or NULL), is this
+ * transaction or one of its subtransactions.
+ */
+static bool
+tenure_xmin_current(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		xmin = SPI_getbinval(tup, desc, col, &isnull);
+
+	return !isnull && TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin));
+}
+
+/*
+ * Before an unfenced child is fenced with its parent: refuse if it also
+ * inherits from a table not fenced by the same lease (multiple
+ * inheritance), which could then never be fenced as one tree.
+ */
+static void
+tenure_fence_ddl_other_parents(const TenureFenceEdge *edge)
+{
+	ListCell   *lc;
+
+	foreach(lc, tenure_rel_parents(edge->child))
+	{
+		Oid			other = lfirst_oid(lc);
+		TenureSpi	spi;
+		char	   *lease;
+
+		if (other == edge->parent)
+			continue;
+		tenure_spi_begin(&spi);
+		lease = tenure_fenced_by(other);
+		tenure_spi_end(&spi);
+		if (lease == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot make table %s a child of both table %s, which is fenced by lease \"%s\", and table %s, which is not fenced",
+							tenure_rel_qualified(edge->child),
+							tenure_rel_qualified(edge->parent), edge->parent_lease,
+							tenure_rel_qualified(other)),
+					 errdetail("A fence covers whole inheritance trees: writes through table %s would not be checked.",
+							   tenure_rel_qualified(other))));
+		if (strcmp(lease, edge->parent_lease) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot make table %s a child of both table %s, which is fenced by lease \"%s\", and table %s, which is fenced by lease \"%s\"",
+							tenure_rel_qualified(edge->child),
+							tenure_rel_qualified(edge->parent), edge->parent_lease,
+							tenure_rel_qualified(other), lease),
+					 errdetail("All tables of a partition or inheritance tree are fenced by the same lease.")));
+	}
+}
+
+/*
+ * Keep every tree whole after DDL (see tenure_fence_ddl()): fence unfenced
+ * children of fenced tables with the parent's lease, level by level, and
+ * raise an ERROR, aborting the DDL, for what cannot be fixed.
+ */
+static void
+tenure_fence_ddl_trees(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *fixed = NIL;
+
+	for (;;)
+	{
+		List	   *edges = NIL;
+		List	   *round = NIL;
+		ListCell   *lc;
+		TenureSpi	spi;
+		uint64		i;
+
+		/*
+		 * Every edge whose two sides are not fenced by the same lease, as
+		 * committed now (a REPEATABLE READ snapshot might predate a fence).
+		 * Partitioned indexes have edges too, never fenced on either side.
+		 * Only edges this transaction made, or whose fences it made, are
+		 * its business: one left broken by a superuser who bypassed the
+		 * event trigger must not make everyone's DDL fail.
+		 */
+		tenure_spi_begin(&spi);
+		tenure_fence_query("SELECT i.inhrelid, i.inhparent, fc.lease, fp.lease, c.relkind,"
+						   "  i.xmin, fc.xmin, fp.xmin"
+						   " FROM pg_catalog.pg_inherits i"
+						   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
+						   " LEFT JOIN tenure.fenced fc"
+						   "  ON fc.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) i.inhrelid"
+						   " LEFT JOIN tenure.fenced fp"
+						   "  ON fp.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) i.inhparent"
+						   " WHERE fc.lease IS DISTINCT FROM fp.lease"
+						   " ORDER BY i.inhrelid, i.inhseqno",
+						   0, NULL);
+		for (i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			TenureFenceEdge *edge;
+			bool		isnull;
+			char	   *child_lease = SPI_getvalue(tup, desc, 3);
+			char	   *parent_lease = SPI_getvalue(tup, desc, 4);
+			MemoryContext old;
+
+			if (!tenure_xmin_current(tup, desc, 6) &&
+				!tenure_xmin_current(tup, desc, 7) &&
+				!tenure_xmin_current(tup, desc, 8))
+				continue;
+
+			/* in the caller's context: SPI's goes away with the session */
+			old = MemoryContextSwitchTo(cxt);
+			edge = palloc(sizeof(TenureFenceEdge));
+			edge->child = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+			edge->parent = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+			edge->child_lease = child_lease ? pstrdup(child_lease) : NULL;
+			edge->parent_lease = parent_lease ? pstrdup(parent_lease) : NULL;
+			edge->child_kind = DatumGetChar(SPI_getbinval(tup, desc, 5, &isnull));
+			edges = lappend(edges, edge);
+			MemoryContextSwitchTo(old);
+		}
+		tenure_spi_end(&spi);
+
+		if (edges == NIL)
+			return;
+
+		foreach(lc, edges)
+		{
+			TenureFenceEdge *edge = lfirst(lc);
+
+			if (edge->child_lease == NULL &&
+				(edge->child_kind == RELKIND_RELATION ||
+				 edge->child_kind == RELKIND_PARTITIONED_TABLE))
+			{
+				/* a new child of a fenced table: fenced with it */
+				if (list_member_oid(fixed, edge->child))
+					elog(ERROR, "table %u was fenced but is not recorded as fenced",
+						 edge->child);
+				if (!list_member_oid(round, edge->child))
+				{
+					tenure_fence_ddl_other_parents(edge);
+					tenure_fence_one(edge->child, edge->parent_lease);
+					round = lappend_oid(round, edge->child);
+				}
+			}
+			else if (edge->child_lease == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot make foreign table %s a partition or child of table %s, which is fenced by lease \"%s\"",
+								tenure_rel_qualified(edge->child),
+								tenure_rel_qualified(edge->parent),
+								edge->parent_lease),
+						 errdetail("Writes to a foreign table are made by another server, where no fence can check them.")));
+			else if (edge->parent_lease == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot make table %s, which is fenced by lease \"%s\", a partition or child of table %s, which is not fenced",
+								tenure_rel_qualified(edge->child),
+								edge->child_lease,
+								tenure_rel_qualified(edge->parent)),
+						 errdetail("A fence covers whole partition and inheritance trees: writes through table %s would not be checked.",
+								   tenure_rel_qualified(edge->parent)),
+						 errhint("Unfence table %s first, or fence the root of table %s by the same lease first.",
+								 tenure_rel_qualified(edge->child),
+								 tenure_rel_qualified(edge->parent))));
+			else
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot make table %s, which is fenced by lease \"%s\", a partition or child of table %s, which is fenced by lease \"%s\"",
+								tenure_rel_qualified(edge->child),
+								edge->child_lease,
+								tenure_rel_qualified(edge->parent),
+								edge->parent_lease),
+						 errdetail("All tables of a partition or inheritance tree are fenced by the same lease.")));
+		}
+		fixed = list_concat(fixed, round);
+	}
+}
+
+/*
+ * After DDL: refuse if this transaction made a fenced table a logical
+ * replication target (a subscription created or refreshed, a subscribed
+ * table attached to a fenced tree).  A target made otherwise (by a
+ * superuser past the event trigger) is left to the apply trigger, so that
+ * the subscription can still be altered, disabled or fixed.
+ */
+static void
+tenure_fence_ddl_subscriptions(void)
+{
+	TenureSpi	spi;
+	Oid			relid = InvalidOid;
+	Oid			subid = InvalidOid;
+	char	   *lease = NULL;
+	uint64		i;
+
+	tenure_spi_begin(&spi);
+	tenure_fence_query("SELECT f.tbl::pg_catalog.oid, r.srsubid, f.lease, f.xmin, r.xmin"
+					   " FROM tenure.fenced f JOIN pg_catalog.pg_subscription_rel r"
+					   "  ON r.srrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
+					   " ORDER BY 1, 2",
+					   0, NULL);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		char	   *v;
+
+		if (!tenure_xmin_current(tup, desc, 4) &&
+			!tenure_xmin_current(tup, desc, 5))
+			continue;
+		relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		subid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		v = SPI_getvalue(tup, desc, 3);
+		lease = strcpy(SPI_palloc(strlen(v) + 1), v);
+		break;
+	}
+	tenure_spi_end(&spi);
+
+	if (OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("logical replication subscription \"%s\" cannot write table %s, which is fenced by lease \"%s\"",
+						tenure_subscription_name(subid),
+						tenure_rel_qualified(relid), lease),
+				 errdetail("Logical replication applies changes without presenting an epoch, so the fence would reject them all."),
+				 errhint("Leave the table out of the subscription's publications, or unfence it first.")));
+}
+
+/*
+ * Event trigger tenure._fence_ddl(), on sql_drop, and on ddl_command_end of
+ * every command that can create a table, attach or inherit one, or add a
+ * table to a subscription (the install script lists them): forget dropped
+ * tables; keep every partition and inheritance tree fenced whole, by one
+ * lease, or refuse the command; refuse a fenced table as a logical
+ * replication target.
+ *
+ * It does not ask pg_event_trigger_ddl_commands() what the command touched
+ * (CREATE SCHEMA does not report the tables it creates): it looks at every
+ * edge of pg_inherits and every subscribed table, as committed now, and
+ * acts on those whose catalog or tenure.fenced rows this transaction
+ * wrote.  The invariant holds after every command, so only the
+ * transaction's own changes can break it (short of a superuser bypassing
+ * this trigger).
  */
 Datum
 tenure_fence_ddl(PG_FUNCTION_ARGS)
@@ -1041,7 +1561,6 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 	EventTriggerData *trigdata = (EventTriggerData *) fcinfo->context;
 	Oid			nsp;
 	TenureSpi	spi;
-	int			depth;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -1067,52 +1586,59 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	}
 
-	/* children of children: one level per round */
-	for (depth = 0; depth < 64; depth++)
-	{
-		List	   *children = NIL;
-		List	   *leases = NIL;
-		ListCell   *lc1;
-		ListCell   *lc2;
-		uint64		i;
-
-		tenure_spi_begin(&spi);
-		/*
-		 * Only tables the command created or altered, and their children:
-		 * a table someone else left unfenced is not ours to touch.
-		 */
-		tenure_spi_exec("WITH RECURSIVE touched AS ("
-						"  SELECT objid AS relid FROM pg_catalog.pg_event_trigger_ddl_commands()"
-						"  WHERE classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-						"  UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN touched t"
-						"  ON i.inhparent OPERATOR(pg_catalog.=) t.relid)"
-						" SELECT i.inhrelid, f.lease FROM tenure.fenced f"
-						" JOIN pg_catalog.pg_inherits i"
-						"  ON i.inhparent OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
-						" WHERE (i.inhrelid IN (SELECT relid FROM touched)"
-						"  OR i.inhparent IN (SELECT relid FROM touched))"
-						" AND NOT EXISTS (SELECT FROM tenure.fenced g"
-						"  WHERE g.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) i.inhrelid)",
-						"", NULL, NULL, SPI_OK_SELECT);
-		for (i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			MemoryContext old = MemoryContextSwitchTo(CurTransactionContext);
-
-			children = lappend_oid(children,
-								   DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																  SPI_tuptable->tupdesc, 1,
-																  &isnull)));
-			leases = lappend(leases, pstrdup(SPI_getvalue(SPI_tuptable->vals[i],
-														  SPI_tuptable->tupdesc, 2)));
-			MemoryContextSwitchTo(old);
-		}
-		tenure_spi_end(&spi);
-
-		if (children == NIL)
-			break;
-		forboth(lc1, children, lc2, leases)
-			tenure_fence_one(lfirst_oid(lc1), lfirst(lc2));
-	}
+	tenure_fence_ddl_trees();
+	tenure_fence_ddl_subscriptions();
 	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(tenure_fence_apply_trigger);
+
+/*
+ * Trigger function tenure.fence_apply_trigger(lease): AFTER ... FOR EACH
+ * ROW on INSERT, UPDATE and DELETE of a fenced table, enabled REPLICA, so
+ * that it fires only under session_replication_role = replica.
+ *
+ * Logical replication apply writes rows without firing statement triggers,
+ * and presents no epoch: in a logical replication worker every write is
+ * rejected.  (Apply's TRUNCATE fires the statement trigger, which rejects
+ * it for want of a token.)  Any other session that set
+ * session_replication_role = replica gets the statement trigger's check,
+ * made again here for each row, so that a replication tool that writes
+ * rows like the apply worker does is checked too.
+ */
+Datum
+tenure_fence_apply_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	const char *lease;
+	const char *table;
+	int			fence_lock = -1;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tenure.fence_apply_trigger() must be called as a trigger")));
+	if (!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		trigdata->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("tenure.fence_apply_trigger() must be an AFTER ... FOR EACH ROW trigger with the lease as its argument"),
+				 errhint("Use tenure.fence_table() to fence a table.")));
+
+	lease = trigdata->tg_trigger->tgargs[0];
+	table = RelationGetRelationName(trigdata->tg_relation);
+
+	if (IsLogicalWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_FENCED),
+				 errmsg("logical replication cannot write table \"%s\", which is fenced by lease \"%s\"",
+						table, lease),
+				 errdetail("A logical replication worker presents no epoch, so the fence rejects every change it applies."),
+				 errhint("Stop replicating the table into this database, or unfence it with tenure.unfence_table().")));
+
+	tenure_require_loaded();
+	tenure_fence_check(lease, table, false, &fence_lock);
+	tenure_fence_note(lease, table, RowExclusiveLock, fence_lock);
+	return PointerGetDatum(NULL);
 }
