@@ -706,6 +706,17 @@ tenure_fence_precommit(void)
 }
 
 /*
+ * PRE_PREPARE: nothing written from here on could be checked at COMMIT
+ * PREPARED, where no callback runs; refuse it like a write after the
+ * commit-time check.
+ */
+void
+tenure_fence_seal(void)
+{
+	tenure_fence_checked = true;
+}
+
+/*
  * Forget the transaction's fence uses and check (commit or abort).
  */
 void

@@ -224,6 +224,7 @@ extern void tenure_fence_note(const char *lease, const char *table,
 extern bool tenure_fence_wrote(void);
 extern void tenure_fence_precommit(void);
 extern void tenure_fence_reset(void);
+extern void tenure_fence_seal(void);
 
 /* keeper.c */
 extern void tenure_register_keeper(void);

@@ -222,6 +222,8 @@ tenure_txn_preprepare(void)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot prepare a transaction that wrote a fenced table"),
 				 errdetail("The fence is checked when the transaction commits, which COMMIT PREPARED cannot do.")));
+	/* a fenced write noted after this point would escape both checks */
+	tenure_fence_seal();
 }
 
 /*

@@ -33,11 +33,12 @@ void		_PG_init(void);
 
 static char *late_writer_sql = NULL;
 
-/* at PRE_COMMIT, run late_writer.sql if it is set */
+/* at PRE_COMMIT and PRE_PREPARE, run late_writer.sql if it is set */
 static void
 late_writer_callback(XactEvent event, void *arg)
 {
-	if (event != XACT_EVENT_PRE_COMMIT || late_writer_sql == NULL ||
+	if ((event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PRE_PREPARE) ||
+		late_writer_sql == NULL ||
 		late_writer_sql[0] == '\0')
 		return;
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -72,7 +73,7 @@ my $node = PostgreSQL::Test::Cluster->new('write_after_check');
 $node->init;
 # late_writer first: its callback is registered first, so it runs last
 $node->append_conf('postgresql.conf',
-	"shared_preload_libraries = '$dir/late_writer.so, pg_tenure'\n");
+	"shared_preload_libraries = '$dir/late_writer.so, pg_tenure'\nmax_prepared_transactions = 2\n");
 $node->start;
 
 $node->safe_psql(
@@ -137,6 +138,25 @@ $node->safe_psql(
 });
 is($node->safe_psql('postgres', 'SELECT x FROM lw_t ORDER BY x'),
 	"1\n4", 'the next fenced write commits');
+
+# the same after PREPARE TRANSACTION's check: COMMIT PREPARED checks
+# nothing, so a fenced write made later must not be prepared
+($ret, $out, $err) = $node->psql(
+	'postgres', qq{
+	BEGIN;
+	SET LOCAL tenure.tokens = 'lw=$epoch';
+	SET LOCAL late_writer.sql = 'INSERT INTO lw_t VALUES (5)';
+	INSERT INTO lw_plain VALUES (5);
+	PREPARE TRANSACTION 'lw_p';
+});
+like(
+	$err,
+	qr/ERROR:  write to table "lw_t" fenced by lease "lw" after the commit-time check/,
+	'a fenced write after PREPARE TRANSACTION\'s check fails');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'),
+	'0', 'nothing was prepared');
+is($node->safe_psql('postgres', 'SELECT x FROM lw_t ORDER BY x'),
+	"1\n4", 'and the row is not there');
 
 $node->stop;
 
