@@ -754,6 +754,14 @@ tenure_fence_trigger(PG_FUNCTION_ARGS)
 	lease = trigdata->tg_trigger->tgargs[0];
 	table = RelationGetRelationName(trigdata->tg_relation);
 
+	/* apply's TRUNCATE and tablesync's COPY: say why, as the row trigger does */
+	if (IsLogicalWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_FENCED),
+				 errmsg("logical replication cannot write table \"%s\", which is fenced by lease \"%s\"",
+						table, lease),
+				 errdetail("A logical replication worker presents no epoch, so the fence rejects every change it applies."),
+				 errhint("Stop replicating the table into this database, or unfence it with tenure.unfence_table().")));
 	tenure_fence_check(lease, table, false, &fence_lock);
 	tenure_fence_note(lease, table, RowExclusiveLock, fence_lock);
 

@@ -128,8 +128,8 @@ is( $sub->safe_psql(
 
 my $apply_msg =
   qr/ERROR:  TN002: logical replication cannot write table "la_f", which is fenced by lease "la"/;
-# (apply's TRUNCATE fires the statement trigger, which finds no token)
-my $truncate_msg = qr/ERROR:  TN002: [^\n]*"la_f"[^\n]*"la"/;
+# (apply's TRUNCATE fires the statement trigger, which says the same)
+my $truncate_msg = $apply_msg;
 
 # Each change to la_f on the publisher fails to apply: the subscription
 # is disabled on the error; the table is unchanged; the failed
@@ -190,7 +190,9 @@ $sub->safe_psql(
 });
 my $offset = -s $sub->logfile;
 $bypass->('ALTER SUBSCRIPTION la_s REFRESH PUBLICATION');
-$sub->wait_for_log(qr/ERROR:  TN002: [^\n]*"la_f2"[^\n]*"la"/, $offset);
+$sub->wait_for_log(
+	qr/ERROR:  TN002: logical replication cannot write table "la_f2", which is fenced by lease "la"/,
+	$offset);
 pass('the initial copy of a fenced table fails with TN002');
 ok( $sub->poll_query_until(
 		'postgres', "SELECT NOT subenabled FROM pg_subscription WHERE subname = 'la_s'"),
