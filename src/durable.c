@@ -19,6 +19,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -277,48 +278,201 @@ tenure_history_close(const char *name, const TenureKey *key)
 }
 
 /*
+ * The largest timeline and WAL position the cluster clock can represent:
+ * the clock is (timeline << 50) | (LSN >> 3), a positive int64.
+ */
+#define TENURE_CLOCK_LSN_BITS	50
+#define TENURE_CLOCK_MAX_TLI	((TimeLineID) 8191)		/* 2^13 - 1 */
+#define TENURE_CLOCK_MAX_LSN	((XLogRecPtr) 1 << (TENURE_CLOCK_LSN_BITS + 3))
+
+/*
+ * The cluster clock C = (timeline << 50) | (WAL insert position >> 3), read
+ * now.  Only on a primary (GetWALInsertionTimeLine must not be called during
+ * recovery; issuing is refused there before we get here).  Timelines up to
+ * 8191 and positions below 2^53 (8 PiB) fit a positive int64; beyond them
+ * it raises SQLSTATE 54000.
+ */
+static int64
+tenure_cluster_clock(const char *name)
+{
+	TimeLineID	tli;
+	XLogRecPtr	insert;
+
+	if (RecoveryInProgress())
+		elog(ERROR, "cannot read the cluster clock during recovery");
+	tli = GetWALInsertionTimeLine();
+	insert = GetXLogInsertRecPtr();
+	if (tli > TENURE_CLOCK_MAX_TLI)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+				 errdetail("WAL timeline %u exceeds %u, the largest timeline pg_tenure epochs can represent.",
+						   tli, TENURE_CLOCK_MAX_TLI)));
+	if (insert >= TENURE_CLOCK_MAX_LSN)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+				 errdetail("WAL position %X/%X is beyond 8 PiB, the largest position pg_tenure epochs can represent.",
+						   LSN_FORMAT_ARGS(insert))));
+	return (int64) (((uint64) tli << TENURE_CLOCK_LSN_BITS) | (insert >> 3));
+}
+
+/*
  * Issue the lease's next epoch in its row and return it.  Inside an SPI
- * session; floor is the latest epoch shared memory has seen.
+ * session; floor is the latest epoch shared memory has seen for the lease
+ * in this database since the server started.
  *
- * Epochs are era << 32 | counter.  While the row was last written by this
- * cluster on this timeline, the next epoch is the stored one plus one.
- * A row written elsewhere (before a promotion, in another cluster whose
- * dump was restored here) starts a new era: the stored era plus the
- * current timeline.  After a promotion the timeline has grown, so the new
- * era exceeds every era the old primary used, even one it started from a
- * row the standby never received.  Never below floor + 1, which covers a
- * restore of an older dump into a running server.
+ * The new epoch is
+ *
+ *		max(stored + 1, base + C, floor + 1)
+ *
+ * where stored and base are the row's epoch and base columns (the row is
+ * locked first) and C is the cluster clock, tenure_cluster_clock(), read
+ * after the lock is held.  A row issued by another cluster (issued_sysid is
+ * not our system identifier, or is NULL while epoch > 0: a dump restored
+ * from elsewhere) is imported first: base := max(base, stored), and
+ * issued_sysid := ours.  An epoch beyond int64, or a clock beyond its
+ * limits (timeline 8191, LSN 2^53 = 8 PiB), is an error with SQLSTATE
+ * 54000, never a wrap.
+ *
+ * Why an epoch is never issued twice for a lease name in a database of
+ * this cluster (an epoch counts as issued once its transaction committed:
+ * the fence only learns of it in the COMMIT callback, after the commit
+ * record was flushed, which ForceSyncCommit() in the callers guarantees
+ * even with synchronous_commit = off; a rolled back epoch was never seen
+ * by any fence):
+ *
+ * 1. C never repeats and only grows, for the reads that matter.  Every WAL
+ *    record starts at a MAXALIGNed (8-byte) position and occupies at least
+ *    one such unit, so LSN >> 3 loses no distinct record position.  On one
+ *    timeline the insert position only grows; after a crash, recovery ends
+ *    the WAL no earlier than the end of every flushed record, so a position
+ *    read by a transaction whose commit record was flushed is exceeded by
+ *    every position read after the crash.  A promotion or an archive
+ *    recovery (point-in-time recovery) switches to a timeline greater than
+ *    every timeline in the archive's history (findNewestTimeLine() + 1),
+ *    and timeline << 50 dominates LSN >> 3 < 2^50, so its C exceeds every
+ *    C read on an earlier timeline, whatever its LSN.
+ *
+ * 2. Invariant: every epoch e issued with base b satisfies e <= b + C_e,
+ *    where C_e is the clock at the end of e's UPDATE record.  By induction
+ *    over the three terms: base + C was read before that record was
+ *    inserted, so base + C < b + C_e; stored is an earlier epoch of this
+ *    row whose UPDATE record ended before ours began (the row lock orders
+ *    them), and bases of a row only grow (an import sets base to at least
+ *    the stored epoch, itself at least the old base), so stored + 1 <= b +
+ *    C_e; at an import stored + 1 = base + 1 <= b + C_e; floor is an epoch
+ *    issued earlier in this server run for the same name and database,
+ *    covered like stored.
+ *
+ * 3. Hence a later issue that reads C' with base b' >= b exceeds e by its
+ *    second term alone: e <= b + C_e < b' + C'.  That is what makes the
+ *    operations that roll the row back safe, because they all keep or
+ *    raise the base and happen at a later clock: DROP DATABASE + CREATE
+ *    DATABASE + pg_restore of an older dump (the floor is keyed by the
+ *    database OID and is lost with it; the dump's base is the base of that
+ *    time), pg_restore --clean in place, DROP EXTENSION + CREATE EXTENSION
+ *    (rows start over with base 0, our own epochs were issued with base 0),
+ *    drop_lease + create_lease (the new row continues from the newest
+ *    history row, base included), all before or after a restart, and a
+ *    point-in-time recovery onto a new timeline (the restored row has the
+ *    base of its time).  Between two issues of the same row, stored + 1
+ *    suffices.
+ *
+ * 4. Imports.  A foreign row carries the last epoch E its cluster issued
+ *    before the dump; every epoch issued here from it is at least E + C,
+ *    and base = max(base, E) is a function of the row alone, so a standby
+ *    that never received the importing transaction derives the same base
+ *    after a promotion, and its C (a greater timeline) exceeds every C of
+ *    the old primary: the promoted server's epochs exceed the old
+ *    primary's.
+ *
+ * Out of scope: rolling a row back to a state older than its import (a
+ * point-in-time recovery to before the foreign restore, a restore of an
+ * own dump taken before it, DROP EXTENSION of an imported lineage, or a
+ * restore of an older dump of the foreign cluster) lowers the base below
+ * that of epochs already issued, and step 3 no longer applies.  The README
+ * says how to raise the base by hand.  Step 1 also assumes that an older
+ * copy of the data directory is started with archive recovery (a new
+ * timeline), never by plain crash recovery on the old timeline.
  */
 int64
 tenure_issue_epoch(const char *name, int64 floor)
 {
-	Datum		args[4];
+	Datum		args[5];
+	bool		nulls[5] = {false, false, false, false, false};
+	bool		isnull;
+	int64		stored;
+	int64		base;
+	int64		issued_sysid;
+	int64		sysid = (int64) GetSystemIdentifier();
+	bool		foreign;
+	int64		clock;
+	int64		epoch;
+	int64		candidate;
 
 	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum((int64) GetSystemIdentifier());
-	args[2] = Int64GetDatum((int64) GetWALInsertionTimeLine());
-	args[3] = Int64GetDatum(floor);
-	tenure_spi_exec("UPDATE tenure.lease SET epoch = GREATEST("
-					"  CASE WHEN issued_sysid OPERATOR(pg_catalog.=) $2"
-					"   AND issued_tli OPERATOR(pg_catalog.=) $3"
-					"  THEN epoch OPERATOR(pg_catalog.+) 1"
-					"  ELSE ((epoch OPERATOR(pg_catalog.>>) 32) OPERATOR(pg_catalog.+) $3)"
-					"   OPERATOR(pg_catalog.<<) 32 END,"
-					"  $4 OPERATOR(pg_catalog.+) 1),"
-					" issued_sysid = $2, issued_tli = $3"
-					" WHERE name OPERATOR(pg_catalog.=) $1 RETURNING epoch",
-					"tiii", args, NULL, SPI_OK_UPDATE_RETURNING);
+	tenure_spi_exec("SELECT epoch, base, issued_sysid FROM tenure.lease"
+					" WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+					"t", args, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("lease \"%s\" does not exist", name),
 				 errhint("Create it with tenure.create_lease().")));
-	return tenure_spi_int8(1, NULL);
+	stored = tenure_spi_int8(1, NULL);
+	base = tenure_spi_int8(2, NULL);
+	issued_sysid = tenure_spi_int8(3, &isnull);
+	foreign = isnull ? stored > 0 : issued_sysid != sysid;
+
+	/* a row issued elsewhere: its epochs continue above what it brought */
+	if (foreign)
+		base = Max(base, stored);
+
+	/* read after the row lock: every earlier issue's UPDATE lies before */
+	clock = tenure_cluster_clock(name);
+
+	if (pg_add_s64_overflow(stored, 1, &epoch))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+				 errdetail("The lease's latest epoch is " INT64_FORMAT ", the largest bigint.",
+						   stored)));
+	if (pg_add_s64_overflow(base, clock, &candidate))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+				 errdetail("The lease's base " INT64_FORMAT " plus the cluster clock " INT64_FORMAT " exceeds the largest bigint.",
+						   base, clock),
+				 errhint("The base of a lease restored from another cluster is the latest epoch issued there.")));
+	epoch = Max(epoch, candidate);
+	if (floor >= epoch)
+	{
+		if (pg_add_s64_overflow(floor, 1, &epoch))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+					 errdetail("The latest epoch issued is " INT64_FORMAT ", the largest bigint.",
+							   floor)));
+	}
+
+	args[1] = Int64GetDatum(epoch);
+	args[2] = Int64GetDatum(base);
+	args[3] = Int64GetDatum(sysid);
+	args[4] = Int64GetDatum((int64) GetWALInsertionTimeLine());
+	tenure_spi_exec("UPDATE tenure.lease SET epoch = $2, base = $3,"
+					" issued_sysid = $4, issued_tli = $5"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
+					"tiiii", args, nulls, SPI_OK_UPDATE);
+	Assert(SPI_processed == 1);
+	return epoch;
 }
 
 /*
  * Record a new tenure or epoch in tenure.history and keep only the lease's
- * tenure.history_per_lease most recent rows.  Inside an SPI session.
+ * tenure.history_per_lease most recent rows.  Inside an SPI session, after
+ * tenure_issue_epoch.  The row keeps the lease's base and where the epoch
+ * was issued, so that create_lease can continue a dropped lease's lineage.
  */
 void
 tenure_history_start(const char *name, int64 epoch, const char *holder,
@@ -332,9 +486,9 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 	args[3] = BoolGetDatum(session_bound);
 	args[4] = Int64GetDatum(tenure_shared->boot_id);
 	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
-					" boot_id, issued_sysid, issued_tli)"
+					" boot_id, issued_sysid, issued_tli, base)"
 					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
-					" issued_sysid, issued_tli FROM tenure.lease"
+					" issued_sysid, issued_tli, base FROM tenure.lease"
 					" WHERE name OPERATOR(pg_catalog.=) $1",
 					"titbi", args, NULL, SPI_OK_INSERT);
 
