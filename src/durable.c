@@ -336,65 +336,74 @@ tenure_cluster_clock(const char *name)
  * 54000, never a wrap.
  *
  * Why an epoch is never issued twice for a lease name in a database of
- * this cluster (an epoch counts as issued once its transaction committed:
- * the fence only learns of it in the COMMIT callback, after the commit
- * record was flushed, which ForceSyncCommit() in the callers guarantees
- * even with synchronous_commit = off; a rolled back epoch was never seen
- * by any fence):
+ * this cluster.  An epoch counts as issued once its transaction committed:
+ * the fence learns of it only in the COMMIT callback, after
+ * RecordTransactionCommit() flushed the commit record (ForceSyncCommit()
+ * in the callers makes it flush even with synchronous_commit = off); an
+ * epoch whose transaction rolled back was never accepted by any fence.
+ * Write C_e for the clock value of the end of the UPDATE record that
+ * stored epoch e, i.e. (its timeline << 50) | (end LSN >> 3).
  *
- * 1. C never repeats and only grows, for the reads that matter.  Every WAL
- *    record starts at a MAXALIGNed (8-byte) position and occupies at least
- *    one such unit, so LSN >> 3 loses no distinct record position.  On one
- *    timeline the insert position only grows; after a crash, recovery ends
- *    the WAL no earlier than the end of every flushed record, so a position
- *    read by a transaction whose commit record was flushed is exceeded by
- *    every position read after the crash.  A promotion or an archive
- *    recovery (point-in-time recovery) switches to a timeline greater than
- *    every timeline in the archive's history (findNewestTimeLine() + 1),
- *    and timeline << 50 dominates LSN >> 3 < 2^50, so its C exceeds every
- *    C read on an earlier timeline, whatever its LSN.
+ * 1. The clock.  Every WAL record starts at a MAXALIGNed (8-byte) position
+ *    and is at least one such unit long, so LSN >> 3 keeps distinct record
+ *    positions distinct, and C_e exceeds the C read before the record was
+ *    inserted.  Every C read after e was issued, in any later state of the
+ *    cluster, exceeds C_e:
+ *    a. same server run: the insert position only grows (CurrBytePos);
+ *    b. after a crash: recovery replays to the end of the valid WAL, which
+ *       lies past e's flushed commit record, hence past its UPDATE record,
+ *       and inserting resumes there, on the same timeline;
+ *    c. after a promotion or an archive recovery (point-in-time recovery,
+ *       to any point): the new timeline is findNewestTimeLine() + 1,
+ *       greater than every timeline whose history file the archive holds,
+ *       and timeline << 50 outweighs any LSN >> 3 < 2^50.  This assumes
+ *       what PostgreSQL's own timeline choice assumes: the archive holds
+ *       the history of every timeline the cluster used.
  *
- * 2. Invariant: every epoch e issued with base b satisfies e <= b + C_e,
- *    where C_e is the clock at the end of e's UPDATE record.  By induction
- *    over the three terms: base + C was read before that record was
- *    inserted, so base + C < b + C_e; stored is an earlier epoch of this
- *    row whose UPDATE record ended before ours began (the row lock orders
- *    them), and bases of a row only grow (an import sets base to at least
- *    the stored epoch, itself at least the old base), so stored + 1 <= b +
- *    C_e; at an import stored + 1 = base + 1 <= b + C_e; floor is an epoch
- *    issued earlier in this server run for the same name and database,
- *    covered like stored.
+ * 2. Invariant: every epoch e issued with base b (after any import) has
+ *    e <= b + C_e.  By induction over issues, term by term:
+ *    - base + C: C was read before the UPDATE record was inserted, so
+ *      base + C < b + C_e (1);
+ *    - stored + 1 at an import: base >= stored, so stored + 1 <= b + 1
+ *      <= b + C_e;
+ *    - stored + 1 otherwise: stored is 0 (a new row) or an epoch e'
+ *      issued earlier by this cluster, with base b' <= b (a row's base only grows: an import
+ *      raises it to at least the stored epoch, itself at least the old
+ *      base), so stored + 1 <= b' + C_e' + 1 <= b + C_e (1);
+ *    - floor + 1: floor is the largest epoch shared memory saw for this
+ *      name and database in this server run, an epoch issued earlier or
+ *      one loaded from the row, covered like stored.
  *
- * 3. Hence a later issue that reads C' with base b' >= b exceeds e by its
- *    second term alone: e <= b + C_e < b' + C'.  That is what makes the
- *    operations that roll the row back safe, because they all keep or
- *    raise the base and happen at a later clock: DROP DATABASE + CREATE
- *    DATABASE + pg_restore of an older dump (the floor is keyed by the
- *    database OID and is lost with it; the dump's base is the base of that
- *    time), pg_restore --clean in place, DROP EXTENSION + CREATE EXTENSION
- *    (rows start over with base 0, our own epochs were issued with base 0),
- *    drop_lease + create_lease (the new row continues from the newest
- *    history row, base included), all before or after a restart, and a
- *    point-in-time recovery onto a new timeline (the restored row has the
- *    base of its time).  Between two issues of the same row, stored + 1
- *    suffices.
+ * 3. Hence any later issue with base b'' >= b exceeds e by its second term
+ *    alone: e <= b + C_e < b'' + C'' (1).  Between two issues of an intact
+ *    row stored + 1 suffices; the point of C is every operation that rolls
+ *    the row back or loses it while keeping or raising its base, before or
+ *    after a restart:
+ *    - DROP DATABASE + CREATE DATABASE + pg_restore of an older dump (the
+ *      new database has a new OID, so floor is lost; the dump carries the
+ *      base of its time), and pg_restore --clean in place;
+ *    - DROP EXTENSION + CREATE EXTENSION: rows start over at epoch 0 and
+ *      base 0, and our own epochs were issued with base 0;
+ *    - drop_lease + create_lease: the new row continues from the name's
+ *      newest history row, its epoch, base and issued_* included;
+ *    - a promotion that lost the old primary's last transactions, and a
+ *      point-in-time recovery of an old backup: the row has the base of
+ *      its time, and C'' is read on a greater timeline (1c).
  *
- * 4. Imports.  A foreign row carries the last epoch E its cluster issued
- *    before the dump; every epoch issued here from it is at least E + C,
- *    and base = max(base, E) is a function of the row alone, so a standby
- *    that never received the importing transaction derives the same base
- *    after a promotion, and its C (a greater timeline) exceeds every C of
- *    the old primary: the promoted server's epochs exceed the old
- *    primary's.
+ * 4. Imports.  A row restored from another cluster carries E, the latest
+ *    epoch that cluster issued before its dump; every epoch issued here
+ *    from it is at least E + C > E.  base = max(base, E) is a function of
+ *    the row alone, so a standby that never received the importing
+ *    transaction derives the same base after its promotion, and (3)
+ *    applies to the old primary's epochs.
  *
- * Out of scope: rolling a row back to a state older than its import (a
- * point-in-time recovery to before the foreign restore, a restore of an
- * own dump taken before it, DROP EXTENSION of an imported lineage, or a
- * restore of an older dump of the foreign cluster) lowers the base below
- * that of epochs already issued, and step 3 no longer applies.  The README
- * says how to raise the base by hand.  Step 1 also assumes that an older
- * copy of the data directory is started with archive recovery (a new
- * timeline), never by plain crash recovery on the old timeline.
+ * Out of scope: a row rolled back to a state from before its import (a
+ * point-in-time recovery to before the foreign restore, restoring an own
+ * dump taken before it or an older dump of the foreign cluster, DROP
+ * EXTENSION of an imported lease) has a smaller base than epochs already
+ * issued, and (3) does not apply; the README says how to raise the base by
+ * hand.  So does an older copy of the data directory started by plain
+ * crash recovery, on its old timeline, instead of archive recovery.
  */
 int64
 tenure_issue_epoch(const char *name, int64 floor)
