@@ -10,13 +10,16 @@ PG_CPPFLAGS = -Isrc
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror $(EXTRA_CFLAGS)
 
 TENURE_CONF = $(CURDIR)/test/tenure.conf
+# epochs differ from run to run: outputs show their ranks (see the script)
+TENURE_MASK = --launcher=$(CURDIR)/test/mask_epochs
 
 REGRESS ?= $(sort $(basename $(notdir $(wildcard sql/*.sql))))
-REGRESS_OPTS = --temp-instance=$(CURDIR)/tmp_check_regress --temp-config=$(TENURE_CONF)
+REGRESS_OPTS = --temp-instance=$(CURDIR)/tmp_check_regress --temp-config=$(TENURE_CONF) \
+	$(TENURE_MASK)
 
 ISOLATION ?= $(sort $(basename $(notdir $(wildcard test/isolation/specs/*.spec))))
 ISOLATION_OPTS = --temp-instance=$(CURDIR)/tmp_check_iso --temp-config=$(TENURE_CONF) \
-	--inputdir=$(CURDIR)/test/isolation
+	--inputdir=$(CURDIR)/test/isolation $(TENURE_MASK)
 
 TAP_TESTS = 1
 PROVE_TESTS ?= $(sort $(wildcard test/t/*.pl))

@@ -20,8 +20,12 @@ CREATE TABLE tenure.lease (
 	holdoff interval,
 	lock_key bigint UNIQUE,
 	epoch bigint NOT NULL DEFAULT 0,
-	-- who issued the latest epoch: a row from another cluster or timeline
-	-- makes the next epoch start a new era (see README, "Epochs")
+	-- epochs are max(epoch + 1, base + cluster clock): base is 0 for leases
+	-- of this cluster and the latest epoch of another cluster for leases
+	-- restored from its dump (see README, "Epochs, failover and restores")
+	base bigint NOT NULL DEFAULT 0 CHECK (base >= 0),
+	-- who issued the latest epoch: a row from another cluster is imported
+	-- (base raised to its epoch) at its next epoch
 	issued_sysid bigint,
 	issued_tli bigint,
 	-- N of the view tenure.fence_lock_N whose lock is the lease's fence
@@ -43,8 +47,11 @@ CREATE TABLE tenure.history (
 		CHECK (end_reason IN ('released', 'expired', 'session ended', 'revoked',
 							  'claimed', 'server restart', 'dropped')),
 	boot_id bigint NOT NULL,
+	-- the lease's base, issued_sysid and issued_tli when the epoch was
+	-- issued: create_lease continues a dropped lease from its newest row
 	issued_sysid bigint,
 	issued_tli bigint,
+	base bigint NOT NULL DEFAULT 0,
 	PRIMARY KEY (lease, epoch)
 );
 CREATE INDEX history_open ON tenure.history (lease) WHERE ended IS NULL;

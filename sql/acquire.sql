@@ -61,8 +61,10 @@ $$;
 --
 SELECT tenure.create_lease('acq_job');
 SELECT tenure.acquire('acq_job', 'a') AS e1 \gset
--- the first epoch on timeline 1 is 1 << 32
-SELECT :e1 = (1::bigint << 32) AS first_epoch_of_timeline_1;
+-- epochs follow the cluster clock (timeline << 50 | WAL position >> 3): the
+-- first one lies in timeline 1's range and before the WAL position after it
+SELECT :e1 > (1::bigint << 50) AND :e1 < (2::bigint << 50) AS first_epoch_in_timeline_1,
+	   :e1 < (1::bigint << 50) + (pg_current_wal_insert_lsn() - '0/0') / 8 AS below_clock_now;
 SELECT tenure.current_epoch('acq_job') = :e1 AS current_epoch_is_e1;
 SELECT holder, epoch = :e1 AS epoch_is_e1, session_bound,
 	   expires - last_renewed = ttl AS expires_after_ttl,

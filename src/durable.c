@@ -19,6 +19,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -277,48 +278,210 @@ tenure_history_close(const char *name, const TenureKey *key)
 }
 
 /*
+ * The largest timeline and WAL position the cluster clock can represent:
+ * the clock is (timeline << 50) | (LSN >> 3), a positive int64.
+ */
+#define TENURE_CLOCK_LSN_BITS	50
+#define TENURE_CLOCK_MAX_TLI	((TimeLineID) 8191)		/* 2^13 - 1 */
+#define TENURE_CLOCK_MAX_LSN	((XLogRecPtr) 1 << (TENURE_CLOCK_LSN_BITS + 3))
+
+/*
+ * The cluster clock C = (timeline << 50) | (WAL insert position >> 3), read
+ * now.  Only on a primary (GetWALInsertionTimeLine must not be called during
+ * recovery; issuing is refused there before we get here).  Timelines up to
+ * 8191 and positions below 2^53 (8 PiB) fit a positive int64; beyond them
+ * it raises SQLSTATE 54000.
+ */
+static int64
+tenure_cluster_clock(const char *name)
+{
+	TimeLineID	tli;
+	XLogRecPtr	insert;
+
+	if (RecoveryInProgress())
+		elog(ERROR, "cannot read the cluster clock during recovery");
+	tli = GetWALInsertionTimeLine();
+	insert = GetXLogInsertRecPtr();
+	if (tli > TENURE_CLOCK_MAX_TLI)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+				 errdetail("WAL timeline %u exceeds %u, the largest timeline pg_tenure epochs can represent.",
+						   tli, TENURE_CLOCK_MAX_TLI)));
+	if (insert >= TENURE_CLOCK_MAX_LSN)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+				 errdetail("WAL position %X/%X is beyond 8 PiB, the largest position pg_tenure epochs can represent.",
+						   LSN_FORMAT_ARGS(insert))));
+	return (int64) (((uint64) tli << TENURE_CLOCK_LSN_BITS) | (insert >> 3));
+}
+
+/*
  * Issue the lease's next epoch in its row and return it.  Inside an SPI
- * session; floor is the latest epoch shared memory has seen.
+ * session; floor is the latest epoch shared memory has seen for the lease
+ * in this database since the server started.
  *
- * Epochs are era << 32 | counter.  While the row was last written by this
- * cluster on this timeline, the next epoch is the stored one plus one.
- * A row written elsewhere (before a promotion, in another cluster whose
- * dump was restored here) starts a new era: the stored era plus the
- * current timeline.  After a promotion the timeline has grown, so the new
- * era exceeds every era the old primary used, even one it started from a
- * row the standby never received.  Never below floor + 1, which covers a
- * restore of an older dump into a running server.
+ * The new epoch is
+ *
+ *		max(stored + 1, base + C, floor + 1)
+ *
+ * where stored and base are the row's epoch and base columns (the row is
+ * locked first) and C is the cluster clock, tenure_cluster_clock(), read
+ * after the lock is held.  A row issued by another cluster (issued_sysid is
+ * not our system identifier, or is NULL while epoch > 0: a dump restored
+ * from elsewhere) is imported first: base := max(base, stored), and
+ * issued_sysid := ours.  An epoch beyond int64, or a clock beyond its
+ * limits (timeline 8191, LSN 2^53 = 8 PiB), is an error with SQLSTATE
+ * 54000, never a wrap.
+ *
+ * Why an epoch is never issued twice for a lease name in a database of
+ * this cluster.  An epoch counts as issued once its transaction committed:
+ * the fence learns of it only in the COMMIT callback, after
+ * RecordTransactionCommit() flushed the commit record (ForceSyncCommit()
+ * in the callers makes it flush even with synchronous_commit = off); an
+ * epoch whose transaction rolled back was never accepted by any fence.
+ * Write C_e for the clock value of the end of the UPDATE record that
+ * stored epoch e, i.e. (its timeline << 50) | (end LSN >> 3).
+ *
+ * 1. The clock.  Every WAL record starts at a MAXALIGNed (8-byte) position
+ *    and is at least one such unit long, so LSN >> 3 keeps distinct record
+ *    positions distinct, and C_e exceeds the C read before the record was
+ *    inserted.  Every C read after e was issued, in any later state of the
+ *    cluster, exceeds C_e:
+ *    a. same server run: the insert position only grows (CurrBytePos);
+ *    b. after a crash: recovery replays to the end of the valid WAL, which
+ *       lies past e's flushed commit record, hence past its UPDATE record,
+ *       and inserting resumes there, on the same timeline;
+ *    c. after a promotion or an archive recovery (point-in-time recovery,
+ *       to any point): the new timeline is findNewestTimeLine() + 1,
+ *       greater than every timeline whose history file the archive holds,
+ *       and timeline << 50 outweighs any LSN >> 3 < 2^50.  This assumes
+ *       what PostgreSQL's own timeline choice assumes: the archive holds
+ *       the history of every timeline the cluster used.
+ *
+ * 2. Invariant: every epoch e issued with base b (after any import) has
+ *    e <= b + C_e.  By induction over issues, term by term:
+ *    - base + C: C was read before the UPDATE record was inserted, so
+ *      base + C < b + C_e (1);
+ *    - stored + 1 at an import: base >= stored, so stored + 1 <= b + 1
+ *      <= b + C_e;
+ *    - stored + 1 otherwise: stored is 0 (a new row) or an epoch e'
+ *      issued earlier by this cluster, with base b' <= b (a row's base only grows: an import
+ *      raises it to at least the stored epoch, itself at least the old
+ *      base), so stored + 1 <= b' + C_e' + 1 <= b + C_e (1);
+ *    - floor + 1: floor is the largest epoch shared memory saw for this
+ *      name and database in this server run, an epoch issued earlier or
+ *      one loaded from the row, covered like stored.
+ *
+ * 3. Hence any later issue with base b'' >= b exceeds e by its second term
+ *    alone: e <= b + C_e < b'' + C'' (1).  Between two issues of an intact
+ *    row stored + 1 suffices; the point of C is every operation that rolls
+ *    the row back or loses it while keeping or raising its base, before or
+ *    after a restart:
+ *    - DROP DATABASE + CREATE DATABASE + pg_restore of an older dump (the
+ *      new database has a new OID, so floor is lost; the dump carries the
+ *      base of its time), and pg_restore --clean in place;
+ *    - DROP EXTENSION + CREATE EXTENSION: rows start over at epoch 0 and
+ *      base 0, and our own epochs were issued with base 0;
+ *    - drop_lease + create_lease: the new row continues from the name's
+ *      newest history row, its epoch, base and issued_* included;
+ *    - a promotion that lost the old primary's last transactions, and a
+ *      point-in-time recovery of an old backup: the row has the base of
+ *      its time, and C'' is read on a greater timeline (1c).
+ *
+ * 4. Imports.  A row restored from another cluster carries E, the latest
+ *    epoch that cluster issued before its dump; every epoch issued here
+ *    from it is at least E + C > E.  base = max(base, E) is a function of
+ *    the row alone, so a standby that never received the importing
+ *    transaction derives the same base after its promotion, and (3)
+ *    applies to the old primary's epochs.
+ *
+ * Out of scope: a row rolled back to a state from before its import (a
+ * point-in-time recovery to before the foreign restore, restoring an own
+ * dump taken before it or an older dump of the foreign cluster, DROP
+ * EXTENSION of an imported lease) has a smaller base than epochs already
+ * issued, and (3) does not apply; the README says how to raise the base by
+ * hand.  So does an older copy of the data directory started by plain
+ * crash recovery, on its old timeline, instead of archive recovery.
  */
 int64
 tenure_issue_epoch(const char *name, int64 floor)
 {
-	Datum		args[4];
+	Datum		args[5];
+	bool		nulls[5] = {false, false, false, false, false};
+	bool		isnull;
+	int64		stored;
+	int64		base;
+	int64		issued_sysid;
+	int64		sysid = (int64) GetSystemIdentifier();
+	bool		foreign;
+	int64		clock;
+	int64		epoch;
+	int64		candidate;
 
 	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum((int64) GetSystemIdentifier());
-	args[2] = Int64GetDatum((int64) GetWALInsertionTimeLine());
-	args[3] = Int64GetDatum(floor);
-	tenure_spi_exec("UPDATE tenure.lease SET epoch = GREATEST("
-					"  CASE WHEN issued_sysid OPERATOR(pg_catalog.=) $2"
-					"   AND issued_tli OPERATOR(pg_catalog.=) $3"
-					"  THEN epoch OPERATOR(pg_catalog.+) 1"
-					"  ELSE ((epoch OPERATOR(pg_catalog.>>) 32) OPERATOR(pg_catalog.+) $3)"
-					"   OPERATOR(pg_catalog.<<) 32 END,"
-					"  $4 OPERATOR(pg_catalog.+) 1),"
-					" issued_sysid = $2, issued_tli = $3"
-					" WHERE name OPERATOR(pg_catalog.=) $1 RETURNING epoch",
-					"tiii", args, NULL, SPI_OK_UPDATE_RETURNING);
+	tenure_spi_exec("SELECT epoch, base, issued_sysid FROM tenure.lease"
+					" WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+					"t", args, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("lease \"%s\" does not exist", name),
 				 errhint("Create it with tenure.create_lease().")));
-	return tenure_spi_int8(1, NULL);
+	stored = tenure_spi_int8(1, NULL);
+	base = tenure_spi_int8(2, NULL);
+	issued_sysid = tenure_spi_int8(3, &isnull);
+	foreign = isnull ? stored > 0 : issued_sysid != sysid;
+
+	/* a row issued elsewhere: its epochs continue above what it brought */
+	if (foreign)
+		base = Max(base, stored);
+
+	/* read after the row lock: every earlier issue's UPDATE lies before */
+	clock = tenure_cluster_clock(name);
+
+	if (pg_add_s64_overflow(stored, 1, &epoch))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+				 errdetail("The lease's latest epoch is " INT64_FORMAT ", the largest bigint.",
+						   stored)));
+	if (pg_add_s64_overflow(base, clock, &candidate))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+				 errdetail("The lease's base " INT64_FORMAT " plus the cluster clock " INT64_FORMAT " exceeds the largest bigint.",
+						   base, clock),
+				 errhint("The base of a lease restored from another cluster is the latest epoch issued there.")));
+	epoch = Max(epoch, candidate);
+	if (floor >= epoch)
+	{
+		if (pg_add_s64_overflow(floor, 1, &epoch))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("cannot issue a new epoch for lease \"%s\"", name),
+					 errdetail("The latest epoch issued is " INT64_FORMAT ", the largest bigint.",
+							   floor)));
+	}
+
+	args[1] = Int64GetDatum(epoch);
+	args[2] = Int64GetDatum(base);
+	args[3] = Int64GetDatum(sysid);
+	args[4] = Int64GetDatum((int64) GetWALInsertionTimeLine());
+	tenure_spi_exec("UPDATE tenure.lease SET epoch = $2, base = $3,"
+					" issued_sysid = $4, issued_tli = $5"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
+					"tiiii", args, nulls, SPI_OK_UPDATE);
+	Assert(SPI_processed == 1);
+	return epoch;
 }
 
 /*
  * Record a new tenure or epoch in tenure.history and keep only the lease's
- * tenure.history_per_lease most recent rows.  Inside an SPI session.
+ * tenure.history_per_lease most recent rows.  Inside an SPI session, after
+ * tenure_issue_epoch.  The row keeps the lease's base and where the epoch
+ * was issued, so that create_lease can continue a dropped lease's lineage.
  */
 void
 tenure_history_start(const char *name, int64 epoch, const char *holder,
@@ -332,9 +495,9 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 	args[3] = BoolGetDatum(session_bound);
 	args[4] = Int64GetDatum(tenure_shared->boot_id);
 	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
-					" boot_id, issued_sysid, issued_tli)"
+					" boot_id, issued_sysid, issued_tli, base)"
 					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
-					" issued_sysid, issued_tli FROM tenure.lease"
+					" issued_sysid, issued_tli, base FROM tenure.lease"
 					" WHERE name OPERATOR(pg_catalog.=) $1",
 					"titbi", args, NULL, SPI_OK_INSERT);
 

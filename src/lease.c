@@ -421,18 +421,19 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 
 	/*
 	 * A lease created again under an old name continues that name's epochs,
-	 * and where they were issued, so that tokens of the old lease never
-	 * become valid again.  Its fence lock is the least used one, so that up
-	 * to TENURE_FENCE_LOCKS leases of a database never share one.
+	 * their base and where they were issued, so that tokens of the old lease
+	 * never become valid again and its epochs neither jump nor restart.  Its
+	 * fence lock is the least used one, so that up to TENURE_FENCE_LOCKS
+	 * leases of a database never share one.
 	 */
 	tenure_spi_exec("INSERT INTO tenure.lease (name, ttl, holdoff, lock_key, owner,"
-					" epoch, issued_sysid, issued_tli, fence_lock)"
+					" epoch, base, issued_sysid, issued_tli, fence_lock)"
 					" SELECT $1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole,"
-					" COALESCE(h.epoch, 0), h.issued_sysid, h.issued_tli,"
+					" COALESCE(h.epoch, 0), COALESCE(h.base, 0), h.issued_sysid, h.issued_tli,"
 					" (SELECT s FROM pg_catalog.generate_series(0, " CppAsString2(TENURE_FENCE_LOCKS) " - 1) s"
 					"   ORDER BY (SELECT pg_catalog.count(*) FROM tenure.lease l"
 					"             WHERE l.fence_lock OPERATOR(pg_catalog.=) s), s LIMIT 1)"
-					" FROM (SELECT) one LEFT JOIN (SELECT epoch, issued_sysid, issued_tli"
+					" FROM (SELECT) one LEFT JOIN (SELECT epoch, base, issued_sysid, issued_tli"
 					"  FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
 					"  ORDER BY epoch DESC LIMIT 1) h ON true",
 					"tvvii", args, nulls, SPI_OK_INSERT);

@@ -1,11 +1,12 @@
 
-# Failover after a restore from a cluster on a later timeline.  Epochs fold
-# the timeline in (timeline << 32), but a dump taken on timeline 2 and
-# restored into a cluster on timeline 1 brings epochs that are already above
-# 2 << 32.  When that cluster later fails over to an asynchronous standby
-# (timeline 2 there), the first epoch of the new primary must still exceed
-# every epoch the old primary returned, including those the standby never
-# received, and none of the old tokens may pass the fence.
+# Failover after a restore from a cluster on a later timeline.  Epochs
+# follow the cluster clock (timeline << 50 | WAL position >> 3), and a dump
+# taken on timeline 2 and restored into a cluster on timeline 1 brings
+# epochs that are already above that cluster's clock.  When that cluster
+# later fails over to an asynchronous standby (timeline 2 there), the first
+# epoch of the new primary must still exceed every epoch the old primary
+# returned, including those the standby never received, and none of the old
+# tokens may pass the fence.
 
 use strict;
 use warnings;
@@ -54,8 +55,13 @@ $elsewhere->safe_psql(
 });
 my $source_epoch =
   $elsewhere->safe_psql('src', "SELECT tenure.acquire('w', 'source')");
-cmp_ok($source_epoch, '>=', 2 << 32,
+cmp_ok($source_epoch, '>=', 2 << 50,
 	"the source issues timeline-2 epochs ($source_epoch)");
+cmp_ok(
+	$source_epoch, '>',
+	$primary->safe_psql('postgres',
+		"SELECT (1::bigint << 50) + (pg_current_wal_insert_lsn() - '0/0') / 8"),
+	'the source\'s epoch exceeds the clock of the primary (timeline 1)');
 my $dump = "$PostgreSQL::Test::Utils::tmp_check/src.dump";
 $elsewhere->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', 'src' ],
 	'pg_dump -Fc of the source');
