@@ -1119,22 +1119,38 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 	now_wall = GetCurrentTimestamp();
 
 	/*
-	 * Copy this database's entries out under the lock, without allocating
-	 * there; build the tuples afterwards.
+	 * Copy this database's entries out under one hold of the lock, without
+	 * allocating there; build the tuples afterwards.  Size the copy from
+	 * the table's count, then count again under the hold that copies: if
+	 * the table grew in between, free, grow and try again.  Every try that
+	 * fails saw a larger count, which never exceeds tenure.max_leases, so
+	 * this ends; and rows are copied only when all of them fit.
 	 */
 	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	room = hash_get_num_entries(tenure_leases) + 16;
 	LWLockRelease(tenure_shared->lock);
-	copies = palloc_extended(sizeof(TenureLease) * room, MCXT_ALLOC_HUGE);
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
+	for (;;)
 	{
-		if (lease->key.dbid == MyDatabaseId && !lease->dropped &&
-			ncopies < room)
-			copies[ncopies++] = *lease;
+		long		count;
+
+		copies = palloc_extended(sizeof(TenureLease) * room, MCXT_ALLOC_HUGE);
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		count = hash_get_num_entries(tenure_leases);
+		if (count <= room)
+		{
+			hash_seq_init(&scan, tenure_leases);
+			while ((lease = hash_seq_search(&scan)) != NULL)
+			{
+				if (lease->key.dbid == MyDatabaseId && !lease->dropped)
+					copies[ncopies++] = *lease;
+			}
+		}
+		LWLockRelease(tenure_shared->lock);
+		if (count <= room)
+			break;
+		pfree(copies);
+		room = count + 16;
 	}
-	LWLockRelease(tenure_shared->lock);
 
 	for (i = 0; i < ncopies; i++)
 	{
