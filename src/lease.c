@@ -232,11 +232,12 @@ tenure_check_owner(const char *name, Oid owner, Oid caller)
 
 /*
  * Whether the lease's shared entry must be (re)built from its row: it does
- * not exist, or it was built during recovery, when replay could not keep
- * it current.
+ * not exist, it was dropped, it belongs to another lease of the same name
+ * (id, if known, differs), or it was built during recovery, when replay
+ * could not keep it current.
  */
 static bool
-tenure_entry_stale(const TenureKey *key)
+tenure_entry_stale(const TenureKey *key, int64 id)
 {
 	TenureLease *lease;
 	bool		stale;
@@ -244,6 +245,7 @@ tenure_entry_stale(const TenureKey *key)
 	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
 	stale = lease == NULL || lease->dropped ||
+		(id != 0 && lease->lease_id != id) ||
 		(lease->loaded_in_recovery && !RecoveryInProgress());
 	LWLockRelease(tenure_shared->lock);
 	return stale;
@@ -251,8 +253,8 @@ tenure_entry_stale(const TenureKey *key)
 
 /*
  * Bring the lease into shared memory if it is not there (or only as
- * cached during recovery).  Runs its own SPI session; fails with 42704 for
- * an unknown lease.
+ * cached during recovery), from its latest committed row.  Runs its own
+ * SPI session; fails with 42704 for an unknown lease.
  */
 void
 tenure_ensure_entry(const char *name, const TenureKey *key)
@@ -261,19 +263,19 @@ tenure_ensure_entry(const char *name, const TenureKey *key)
 	TenureRow	row;
 	bool		open_at_shutdown;
 
-	if (!tenure_entry_stale(key))
+	if (!tenure_entry_stale(key, 0))
 		return;
 	tenure_spi_begin(&spi);
-	tenure_load_row(name, &row, false);
-	open_at_shutdown = tenure_open_at_shutdown(name);
+	(void) tenure_load_committed(name, &row, false, &open_at_shutdown);
 	tenure_spi_end(&spi);
 	tenure_load_entry(key, &row, open_at_shutdown);
 }
 
 /*
- * Find the lease's shared entry, creating it from its row if needed.
- * Fails with 53400 when the table is full.  open_at_shutdown: see
- * tenure_open_at_shutdown(); applied when the entry is built.
+ * Find the lease's shared entry, creating it from its row if needed; row
+ * comes from tenure_load_committed().  Fails with 53400 when the table is
+ * full of leases in use.  open_at_shutdown: see tenure_load_committed();
+ * applied when the entry is built.
  */
 static void
 tenure_load_entry(const TenureKey *key, const TenureRow *row,
@@ -281,38 +283,65 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 {
 	TenureLease *lease;
 	bool		found;
+	bool		soon;
+	int64		now = tenure_mono_now();
+	int64		deadline = now + TENURE_KEEPER_WAIT_US;
 
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	lease = hash_search(tenure_leases, key, HASH_ENTER_NULL, &found);
+	for (;;)
+	{
+		LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+		lease = tenure_enter_entry(key, now, &found, &soon);
+		if (lease != NULL || !soon || now >= deadline)
+			break;
+		LWLockRelease(tenure_shared->lock);
+
+		/* a lease was just released: the keeper is letting its lock go */
+		tenure_wake_keeper();
+		ConditionVariablePrepareToSleep(&tenure_shared->cv);
+		(void) ConditionVariableTimedSleep(&tenure_shared->cv, 10,
+										   TENURE_WAIT_EVENT);
+		ConditionVariableCancelSleep();
+		CHECK_FOR_INTERRUPTS();
+		now = tenure_mono_now();
+	}
 	if (lease == NULL)
 	{
 		LWLockRelease(tenure_shared->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("too many leases in use"),
-				 errdetail("All %d lease slots of shared memory are taken.",
+				 errdetail("All %d lease slots of shared memory are taken by leases that are held, being acquired, or still in a former holder's hold-off.",
 						   tenure_max_leases),
 				 errhint("Increase tenure.max_leases and restart the server, or drop unused leases.")));
 	}
-	if (found && !lease->dropped && row->id < lease->lease_id)
+	if (found && !lease->dropped && lease->lease_id != row->id &&
+		lease->state != TENURE_FREE && row->own)
 	{
-		/* our snapshot predates a drop and re-creation of the lease */
+		/*
+		 * This transaction dropped the lease and created it again, and the
+		 * old lease is still held or being acquired.  The drop ends that
+		 * tenure when it commits; until then the entry stays the old
+		 * lease's, and the lease is busy.
+		 */
 		LWLockRelease(tenure_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("lease \"%s\" was dropped and created again concurrently", key->name),
-				 errhint("Retry the transaction.")));
+		return;
 	}
 	if (!found || lease->lease_id != row->id || lease->dropped ||
 		(lease->loaded_in_recovery && !RecoveryInProgress() &&
 		 lease->state == TENURE_FREE))
 	{
-		/* a new entry, or a lease dropped and created again under its name */
+		/*
+		 * A new entry, or one of a lease dropped (and perhaps created
+		 * again under its name, or its extension dropped and created
+		 * again): nothing of it carries over but the latest epoch, a floor
+		 * for the name's next epoch even after a restore of an older dump.
+		 */
 		bool		lock_held = found && lease->lock_held;
 		LOCKTAG		held_tag;
+		int64		floor = found ? lease->epoch : 0;
 
 		if (found && lease->state == TENURE_HELD)
-			tenure_end(lease, TENURE_END_DROPPED, tenure_mono_now());
+			tenure_end(lease, TENURE_END_DROPPED, now);
 		if (lock_held)
 			held_tag = lease->held_tag;
 		/* keep lock_held and held_tag: they belong to the keeper */
@@ -321,12 +350,14 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 		lease->lock_held = lock_held;
 		if (lock_held)
 			lease->held_tag = held_tag;
+		/* except the name's epochs, which never go back */
+		lease->epoch = floor;
 		lease->loaded_in_recovery = RecoveryInProgress();
 		/* a holder from before the server went down may still believe */
 		if (open_at_shutdown)
 			lease->pred_expiry_mono = (tenure_shared->ready_mono != 0 ?
 									   tenure_shared->ready_mono :
-									   tenure_mono_now()) + row->ttl_us;
+									   now) + row->ttl_us;
 	}
 	/* epochs only grow; the row may be ahead of an idle entry */
 	lease->epoch = Max(lease->epoch, row->epoch);
@@ -473,7 +504,7 @@ tenure_drop_lease(PG_FUNCTION_ARGS)
 	tenure_spi_end(&spi);
 
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_txn_remember(TENURE_ACT_DROP, &key, 0, 0);
+	tenure_txn_remember(TENURE_ACT_DROP, &key, row.id, 0);
 	PG_RETURN_VOID();
 }
 
@@ -497,7 +528,8 @@ tenure_cached_epoch(const TenureKey *key)
 /*
  * Try to reserve the lease for a new tenure or renew the caller's own.
  * Returns 1 and sets *epoch on renewal, 2 when reserved (token), 0 when
- * someone else holds it (*busy filled in).
+ * someone else holds it (*busy filled in), -1 when the lease has no entry
+ * any more (its slot went to another lease: load it again).
  */
 static int
 tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
@@ -510,7 +542,12 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
 	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
-	if (lease == NULL || lease->dropped)
+	if (lease == NULL)
+	{
+		LWLockRelease(tenure_shared->lock);
+		return -1;
+	}
+	if (lease->dropped)
 	{
 		/* dropped under us: the caller's transaction is about to see it */
 		LWLockRelease(tenure_shared->lock);
@@ -654,13 +691,15 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 {
 	TenureSpi	spi;
 	TenureRow	row;
+	TenureRow	latest;
 	TenureKey	key;
 	int64		epoch = 0;
 	int64		deadline;
 	uint64		token = ((uint64) MyProcPid << 32) | (uint32) ++tenure_next_token;
 	bool		reserved = false;
 	bool		stale;
-	bool		open_at_shutdown;
+	bool		exists = true;
+	bool		open_at_shutdown = false;
 
 	tenure_require_loaded();
 	tenure_require_primary("acquire a lease");
@@ -669,12 +708,22 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
 	tenure_check_owner(name, row.owner, spi.save_userid);
-	stale = tenure_entry_stale(&key);
-	open_at_shutdown = stale && tenure_open_at_shutdown(name);
+	stale = tenure_entry_stale(&key, row.id);
+	if (stale)
+		exists = tenure_load_committed(name, &latest, true, &open_at_shutdown);
 	tenure_spi_end(&spi);
 
 	if (stale)
-		tenure_load_entry(&key, &row, open_at_shutdown);
+	{
+		/* the entry follows the catalog, whatever our snapshot says */
+		if (exists)
+			tenure_load_entry(&key, &latest, open_at_shutdown);
+		if (!exists || latest.id != row.id)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("lease \"%s\" was dropped and created again concurrently", name),
+					 errhint("Retry the transaction.")));
+	}
 	if (session_bound)
 		tenure_register_session_exit();
 
@@ -697,6 +746,12 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 		int64		now;
 		long		sleep_ms;
 
+		if (r == -1)
+		{
+			/* its slot went to another lease meanwhile */
+			tenure_ensure_entry(name, &key);
+			continue;
+		}
 		if (r == 1)
 			break;				/* renewed */
 		if (r == 2)
@@ -1222,6 +1277,9 @@ tenure_await_change(PG_FUNCTION_ARGS)
 	int64		epoch = 0;
 	bool		changed = false;
 	int64		deadline;
+	int64		row_epoch;
+	int64		row_id;
+	bool		had_entry = false;
 
 	tenure_require_loaded();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -1270,21 +1328,38 @@ tenure_await_change(PG_FUNCTION_ARGS)
 														  values, nulls)));
 	}
 
-	/* not used since server start (or promotion): load it */
-	tenure_ensure_entry(name, &key);
+	/*
+	 * A lease that is not held needs no slot: its epoch is in its row (the
+	 * latest committed one), and once it is acquired its entry appears
+	 * and the acquisition's commit wakes us.  An entry of another lease
+	 * id is a dropped predecessor's: not ours.
+	 */
+	{
+		TenureSpi	spi;
+		TenureRow	row;
+
+		tenure_spi_begin(&spi);
+		(void) tenure_load_committed(name, &row, false, NULL);
+		tenure_spi_end(&spi);
+		row_epoch = row.epoch;
+		row_id = row.id;
+	}
 
 	ConditionVariablePrepareToSleep(&tenure_shared->cv);
 	for (;;)
 	{
 		int64		now = tenure_mono_now();
 		int64		wake = deadline;
+		bool		gone = false;
 
 		LWLockAcquire(tenure_shared->lock, LW_SHARED);
 		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 		held = false;
-		if (lease != NULL)
+		epoch = row_epoch;
+		if (lease != NULL && !lease->dropped && lease->lease_id == row_id)
 		{
-			epoch = lease->epoch;
+			had_entry = true;
+			epoch = Max(lease->epoch, row_epoch);
 			if (tenure_is_live(lease, now))
 			{
 				held = true;
@@ -1292,9 +1367,11 @@ tenure_await_change(PG_FUNCTION_ARGS)
 				wake = Min(wake, lease->renewed_mono + lease->ttl_us);
 			}
 		}
+		else if (had_entry)
+			gone = true;		/* dropped, or its slot reused: look again */
 		LWLockRelease(tenure_shared->lock);
 
-		changed = !know_epoch || lease == NULL || epoch != known_epoch ||
+		changed = !know_epoch || gone || epoch != known_epoch ||
 			held != (known_holder != NULL) ||
 			(held && strcmp(holder, known_holder) != 0);
 		if (changed || now >= deadline)

@@ -12,6 +12,11 @@
  * That callback runs after the point of no return: it takes the LWLock,
  * copies a few fields and broadcasts, and nothing in it can fail.
  *
+ * DROP EXTENSION pg_tenure and DROP DATABASE (seen by the object access
+ * hook, tenure.c) end every tenure of their database when they commit and
+ * mark its entries dropped, so that nothing from before the drop leads or
+ * counts as an epoch afterwards, and their slots are freed.
+ *
  * Actions live in TopTransactionContext, so forgetting them is resetting
  * the list pointer.
  *
@@ -31,7 +36,8 @@ typedef struct TenureAction
 {
 	TenureActionKind kind;
 	TenureKey	key;
-	int64		epoch;			/* CLAIM: the new epoch */
+	int64		epoch;			/* CLAIM: the new epoch; DROP: the dropped
+								 * lease's id */
 	uint64		token;			/* ACQUIRE: the pending reservation */
 	SubTransactionId subid;		/* subtransaction that made it */
 } TenureAction;
@@ -55,6 +61,21 @@ tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 	act->subid = GetCurrentSubTransactionId();
 	tenure_actions = lappend(tenure_actions, act);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Remember that this transaction drops the extension in database dbid, or
+ * database dbid itself: when it commits, every tenure of that database
+ * ends.  Called from the object access hook.
+ */
+void
+tenure_txn_drop_database_leases(Oid dbid)
+{
+	TenureKey	key;
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = dbid;
+	tenure_txn_remember(TENURE_ACT_DROP_DATABASE_LEASES, &key, 0, 0);
 }
 
 /*
@@ -83,6 +104,37 @@ tenure_txn_cancel(TenureAction *act)
 }
 
 /*
+ * End every tenure and pending acquisition of database dbid and mark its
+ * entries dropped; the keeper lets their locks go and frees their slots.
+ * Caller holds the LWLock exclusive.  Cannot fail.
+ */
+static void
+tenure_txn_drop_database(Oid dbid, int64 now)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		if (lease->key.dbid != dbid)
+			continue;
+		if (lease->state == TENURE_HELD)
+			tenure_end(lease, TENURE_END_DROPPED, now);
+		/* a pending acquisition publishes nothing */
+		lease->state = TENURE_FREE;
+		lease->holder[0] = '\0';
+		lease->holder_pid = 0;
+		lease->holder_start = 0;
+		lease->session_bound = false;
+		lease->lock_wanted = false;
+		/* the history went with the extension, or there is none to write */
+		lease->ended_reason = TENURE_END_NONE;
+		lease->dropped = true;
+	}
+}
+
+/*
  * Publish a committed action.  Caller holds the LWLock exclusive.  Cannot
  * fail.
  */
@@ -90,6 +142,12 @@ static void
 tenure_txn_publish(TenureAction *act, int64 now)
 {
 	TenureLease *lease;
+
+	if (act->kind == TENURE_ACT_DROP_DATABASE_LEASES)
+	{
+		tenure_txn_drop_database(act->key.dbid, now);
+		return;
+	}
 
 	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
 	if (lease == NULL)
@@ -129,12 +187,17 @@ tenure_txn_publish(TenureAction *act, int64 now)
 			lease->ended_reason = TENURE_END_NONE;
 			break;
 		case TENURE_ACT_DROP:
+			/* not a lease created again under the name since */
+			if (lease->lease_id != act->epoch)
+				break;
 			if (lease->state == TENURE_HELD)
 				tenure_end(lease, TENURE_END_DROPPED, now);
 			lease->state = TENURE_FREE;
 			lease->lock_wanted = false;
 			lease->dropped = true;
 			break;
+		case TENURE_ACT_DROP_DATABASE_LEASES:
+			break;				/* handled above */
 	}
 }
 
