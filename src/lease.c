@@ -16,6 +16,8 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "common/int.h"
@@ -29,6 +31,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -525,15 +528,26 @@ tenure_cached_epoch(const TenureKey *key)
 	return epoch;
 }
 
+/* An acquisition whose reservation we took over after its ttl. */
+typedef struct TenureAbandoned
+{
+	int			pid;			/* its backend, 0 if none */
+	TimestampTz start;			/* ... and that backend's start */
+	TransactionId xid;			/* its transaction, if it issued an epoch */
+} TenureAbandoned;
+
 /*
  * Try to reserve the lease for a new tenure or renew the caller's own.
  * Returns 1 and sets *epoch on renewal, 2 when reserved (token), 0 when
  * someone else holds it (*busy filled in), -1 when the lease has no entry
- * any more (its slot went to another lease: load it again).
+ * any more (its slot went to another lease: load it again).  A reservation
+ * of another backend that outlived its ttl is taken over; *abandoned then
+ * says whose it was.
  */
 static int
 tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
-				   uint64 token, int64 *epoch, TenureBusy *busy)
+				   uint64 token, int64 *epoch, TenureBusy *busy,
+				   TenureAbandoned *abandoned)
 {
 	TenureLease *lease;
 	int64		now = tenure_mono_now();
@@ -563,6 +577,25 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 		ended = true;
 	}
 
+	if (tenure_pending_expired(lease, now) &&
+		(lease->holder_pid != MyProcPid ||
+		 lease->holder_start != MyStartTimestamp))
+	{
+		/*
+		 * Another backend's acquisition outlived its ttl without
+		 * committing: it is void, and its COMMIT will fail at PRE_COMMIT.
+		 * It never led, so it imposes no hold-off.
+		 */
+		abandoned->pid = lease->holder_pid;
+		abandoned->start = lease->holder_start;
+		abandoned->xid = lease->pending_xid;
+		lease->state = TENURE_FREE;
+		lease->holder[0] = '\0';
+		lease->holder_pid = 0;
+		lease->holder_start = 0;
+		lease->pending_xid = InvalidTransactionId;
+	}
+
 	if (lease->state != TENURE_FREE)
 	{
 		/* ours (perhaps acquired earlier in this very transaction): renew */
@@ -581,8 +614,12 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 			strlcpy(busy->holder, lease->holder, sizeof(busy->holder));
 			busy->epoch = lease->state == TENURE_HELD ? lease->epoch : 0;
 			busy->since = lease->acquired_wall;
-			busy->until_mono = lease->state == TENURE_HELD ?
-				lease->renewed_mono + lease->ttl_us : 0;
+			if (lease->state == TENURE_HELD)
+				busy->until_mono = lease->renewed_mono + lease->ttl_us;
+			else if (!lease->committing)
+				busy->until_mono = lease->acquired_mono + lease->ttl_us;
+			else
+				busy->until_mono = 0;	/* its commit wakes us */
 			result = 0;
 		}
 	}
@@ -595,6 +632,8 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 		lease->holder_start = MyStartTimestamp;
 		lease->pending_token = token;
 		lease->pending_epoch = 0;
+		lease->pending_xid = InvalidTransactionId;
+		lease->committing = false;
 		lease->acquired_mono = now;
 		lease->acquired_wall = GetCurrentTimestamp();
 		lease->renewed_mono = now;
@@ -681,6 +720,75 @@ tenure_wait_for_lock(const TenureKey *key, uint64 token, TenureBusy *busy)
 }
 
 /*
+ * Make sure the transaction of an acquisition we took over (its reservation
+ * outlived its ttl) has ended, before we issue our epoch.
+ *
+ * That transaction issued its epoch with an UPDATE of the lease's row in
+ * tenure.lease and holds the row lock until it ends; our own UPDATE of the
+ * row would wait for it, and a client idle in its transaction may never
+ * end it: the lease would be ours in shared memory, yet nobody could issue
+ * an epoch until that client came back.  Nothing short of ending the
+ * transaction frees the row (the epoch counter lives in it), and
+ * PostgreSQL cannot abort another session's transaction while that
+ * session is idle.  So its backend is terminated, as pg_terminate_backend()
+ * does: the transaction could not commit anyway (its PRE_COMMIT check
+ * fails), so only its session is lost.  Like pg_terminate_backend(), only
+ * a superuser terminates a superuser's backend.  If we may not, or the
+ * transaction does not end within TENURE_KEEPER_WAIT_US, we fail with
+ * 55P03 and our reservation is given back.  Its history rows are freed
+ * with it, so the history statements that follow never wait for it.
+ */
+static void
+tenure_end_abandoned(const char *name, const TenureAbandoned *abandoned)
+{
+	int64		deadline = tenure_mono_now() + TENURE_KEEPER_WAIT_US;
+	bool		signalled = false;
+
+	if (!TransactionIdIsValid(abandoned->xid))
+		return;					/* it had issued nothing: nothing is locked */
+
+	while (TransactionIdIsInProgress(abandoned->xid))
+	{
+		if (!signalled)
+		{
+			PGPROC	   *proc = BackendPidGetProc(abandoned->pid);
+
+			if (proc != NULL && proc->xid == abandoned->xid)
+			{
+				if (superuser_arg(proc->roleId) && !superuser())
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("lease \"%s\" is locked by an expired acquisition", name),
+							 errdetail("The transaction of superuser backend %d acquired the lease and has neither committed nor rolled back.",
+									   abandoned->pid),
+							 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
+				ereport(LOG,
+						(errmsg("terminating backend %d, whose acquisition of lease \"%s\" expired before its transaction committed",
+								abandoned->pid, name),
+						 errdetail("The transaction holds the lease's row lock, which the new holder needs.")));
+#ifdef HAVE_SETSID
+				(void) kill(-abandoned->pid, SIGTERM);
+#else
+				(void) kill(abandoned->pid, SIGTERM);
+#endif
+			}
+			signalled = true;
+		}
+		if (tenure_mono_now() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("lease \"%s\" is locked by an expired acquisition", name),
+					 errdetail("The transaction of backend %d acquired the lease and has not ended.",
+							   abandoned->pid),
+					 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, TENURE_WAIT_EVENT);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Shared body of acquire and acquire_or_error.  Returns the epoch, or
  * 0 if the lease is held by someone else (busy filled in).
  */
@@ -693,6 +801,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	TenureRow	row;
 	TenureRow	latest;
 	TenureKey	key;
+	TenureAbandoned abandoned;
 	int64		epoch = 0;
 	int64		deadline;
 	uint64		token = ((uint64) MyProcPid << 32) | (uint32) ++tenure_next_token;
@@ -700,6 +809,8 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	bool		stale;
 	bool		exists = true;
 	bool		open_at_shutdown = false;
+	bool		ours = false;
+	TransactionId xid;
 
 	tenure_require_loaded();
 	tenure_require_primary("acquire a lease");
@@ -729,6 +840,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 
 	/* remembered before reserving, so that an abort always gives it back */
 	tenure_txn_remember(TENURE_ACT_ACQUIRE, &key, 0, token);
+	memset(&abandoned, 0, sizeof(abandoned));
 
 	/*
 	 * Be on the condition variable's wait list before looking at the lease,
@@ -742,7 +854,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	for (;;)
 	{
 		int			r = tenure_try_reserve(&key, holder, session_bound, token,
-										   &epoch, busy);
+										   &epoch, busy, &abandoned);
 		int64		now;
 		long		sleep_ms;
 
@@ -790,6 +902,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 		return epoch;			/* the renewed tenure's, or 0 */
 
 	/* reserved, and the keeper holds the lock: issue the epoch */
+	tenure_end_abandoned(name, &abandoned);
 	tenure_spi_begin(&spi);
 	epoch = tenure_issue_epoch(name, tenure_cached_epoch(&key));
 
@@ -797,15 +910,30 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	tenure_history_start(name, epoch, holder, session_bound);
 	tenure_spi_end(&spi);
 
+	/*
+	 * Our reservation may have outlived its ttl meanwhile and been taken
+	 * over; then its new holder waits for our row lock, so fail now.
+	 */
+	xid = GetTopTransactionIdIfAny();
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
 	{
 		TenureLease *lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 
 		if (lease != NULL && lease->state == TENURE_PENDING &&
-			lease->pending_token == token)
+			lease->pending_token == token && lease->holder_pid == MyProcPid)
+		{
 			lease->pending_epoch = epoch;
+			lease->pending_xid = xid;
+			ours = true;
+		}
 	}
 	LWLockRelease(tenure_shared->lock);
+	if (!ours)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("acquisition of lease \"%s\" expired before its transaction committed", name),
+				 errdetail("Another holder took the lease over while its epoch was being issued.")));
+	tenure_txn_issued(token, epoch);
 
 	tenure_notify("acquired", name, holder, epoch);
 

@@ -46,7 +46,8 @@
 typedef enum TenureState
 {
 	TENURE_FREE = 0,			/* no tenure */
-	TENURE_PENDING,				/* being acquired by an open transaction */
+	TENURE_PENDING,				/* being acquired by an open transaction, for
+								 * at most the ttl from acquired_mono */
 	TENURE_HELD					/* a tenure (check expiry before trusting) */
 } TenureState;
 
@@ -105,6 +106,8 @@ typedef struct TenureLease
 	int			holder_pid;		/* acquiring backend (session-bound or pending) */
 	TimestampTz holder_start;	/* ... and its MyStartTimestamp */
 	uint64		pending_token;	/* identifies the pending acquisition */
+	TransactionId pending_xid;	/* its transaction, once it issued its epoch */
+	bool		committing;		/* past its PRE_COMMIT check: never taken over */
 	int64		acquired_mono;
 	TimestampTz acquired_wall;
 	int64		renewed_mono;
@@ -161,6 +164,7 @@ extern int64 tenure_held_epoch(const TenureLease *lease, const char *holder,
 							   int64 now);
 extern void tenure_end(TenureLease *lease, TenureEndReason reason,
 					   int64 now);
+extern bool tenure_pending_expired(const TenureLease *lease, int64 now);
 extern TenureLease *tenure_enter_entry(const TenureKey *key, int64 now,
 									   bool *found, bool *soon);
 extern void tenure_wake_keeper(void);
@@ -180,6 +184,7 @@ typedef enum TenureActionKind
 extern void tenure_txn_init(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
+extern void tenure_txn_issued(uint64 token, int64 epoch);
 extern void tenure_txn_drop_database_leases(Oid dbid);
 
 /* durable.c: an SPI session as the owner of pg_tenure's tables */

@@ -47,6 +47,13 @@
  * exceeds the dropped lease's latest, also after DROP EXTENSION and a
  * restore of an older dump.
  *
+ * A PENDING reservation lasts at most the ttl from acquired_mono.  Past
+ * that, another backend may take the lease over, unless the reservation
+ * is "committing": its transaction passed the PRE_COMMIT check (txn.c),
+ * which sets the flag under the LWLock exclusive after checking the
+ * expiry, so a reservation is either taken over or allowed to commit,
+ * never both.
+ *
  * keeper_latch may be read without the lock to set it: latches live in
  * shared memory, so setting a stale one (the keeper just exited) is
  * harmless.
@@ -236,6 +243,17 @@ tenure_held_epoch(const TenureLease *lease, const char *holder, int64 now)
 }
 
 /*
+ * Whether a PENDING reservation has outlived its ttl and may be taken
+ * over by another backend.  Caller holds the LWLock.
+ */
+bool
+tenure_pending_expired(const TenureLease *lease, int64 now)
+{
+	return lease->state == TENURE_PENDING && !lease->committing &&
+		now >= lease->acquired_mono + lease->ttl_us;
+}
+
+/*
  * Whether an entry's slot may be given to another lease (see the header):
  * nobody holds, acquires or locks the lease, and no former holder's belief
  * still delays its next tenure.  Sets *soon if the keeper only has to let
@@ -412,6 +430,7 @@ tenure_session_exit(int code, Datum arg)
 			lease->state = TENURE_FREE;
 			lease->holder[0] = '\0';
 			lease->holder_pid = 0;
+			lease->committing = false;
 			lease->lock_wanted = false;
 			changed = true;
 		}
