@@ -326,16 +326,32 @@ tenure_history_close(const char *name, const TenureKey *key)
 	}
 	LWLockRelease(tenure_shared->lock);
 
-	/* tenures of any lease that were open when the server went down */
+	/*
+	 * Tenures of any lease that were open when the server went down.  Rows
+	 * another transaction has locked are skipped: it is closing them
+	 * itself, or, if it rolls back, a later tenure will.  Waiting for it
+	 * could mean waiting for a client idle in the transaction of an
+	 * acquisition of another lease, which nobody takes over and so nobody
+	 * ends (see tenure_end_abandoned()).
+	 */
 	args[0] = Int64GetDatum(tenure_shared->boot_id);
 	args[1] = TimestampTzGetDatum(tenure_shared->ready_time);
 	tenure_spi_exec("UPDATE tenure.history"
 					" SET ended = GREATEST(started, $2), end_reason = 'server restart'"
-					" WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
-					" OR boot_id OPERATOR(pg_catalog.>) $1)",
+					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history"
+					"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
+					"  OR boot_id OPERATOR(pg_catalog.>) $1)"
+					"  FOR UPDATE SKIP LOCKED))",
 					"iz", args, nulls, SPI_OK_UPDATE);
 
-	/* this lease's tenure that shared memory saw end */
+	/*
+	 * This lease's tenure that shared memory saw end.  A row locked by
+	 * another transaction is one that transaction closes as "server
+	 * restart" (above), or is closing for an acquisition of this lease
+	 * that we took over and that has ended by now: skip it rather than
+	 * wait.
+	 */
 	args[0] = CStringGetTextDatum(name);
 	args[1] = Int64GetDatum(epoch);
 	args[2] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
@@ -346,7 +362,10 @@ tenure_history_close(const char *name, const TenureKey *key)
 					" ended = COALESCE($4, pg_catalog.clock_timestamp()),"
 					" end_reason = CASE WHEN epoch OPERATOR(pg_catalog.=) $2"
 					"  THEN COALESCE($3, 'expired') ELSE 'expired' END"
-					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
+					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history"
+					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
+					"  FOR UPDATE SKIP LOCKED))",
 					"titz", args, nulls, SPI_OK_UPDATE);
 }
 
@@ -412,11 +431,15 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 					" WHERE name OPERATOR(pg_catalog.=) $1",
 					"titbi", args, NULL, SPI_OK_INSERT);
 
+	/* rows another transaction is closing are left for a later pass */
 	args[1] = Int64GetDatum((int64) tenure_history_per_lease);
-	tenure_spi_exec("DELETE FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
-					" AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
-					"  WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
-					"  OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)",
+	tenure_spi_exec("DELETE FROM tenure.history"
+					" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					"  AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
+					"   WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
+					"   OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)"
+					"  FOR UPDATE SKIP LOCKED))",
 					"ti", args, NULL, SPI_OK_DELETE);
 }
 

@@ -11,6 +11,9 @@
 #     waiting for the client.  The abandoned transaction holds the lease's
 #     row lock in tenure.lease (it issued its epoch there), which only its
 #     end frees, so its backend is terminated, and nothing of it remains.
+# (c) The history rows an open acquisition locks (closing the tenures a
+#     crash left open, of every lease) do not hold up acquirers of other
+#     leases.
 #
 # Only outcomes and messages are asserted, never how long anything took.
 
@@ -123,5 +126,37 @@ is( $node->safe_psql(
 	'b|t|1',
 	'tenure.leases: the second acquirer, its epoch, one transition');
 eval { $idle->quit; };
+
+#
+# (c) after a crash, the first acquisition in the database closes in the
+#     history the tenures of every lease the crash left open; while its
+#     transaction is open, an acquirer of another lease skips those rows
+#     instead of waiting for it
+#
+$node->safe_psql(
+	'postgres', q{
+	SELECT tenure.create_lease('x', ttl => '10 min', holdoff => '0');
+	SELECT tenure.create_lease('y', ttl => '10 min', holdoff => '0');
+	SELECT tenure.acquire('x', 'old');
+	SELECT tenure.acquire('y', 'old');
+});
+$node->stop('immediate');
+$node->start;
+
+my $first = $node->background_psql('postgres', on_error_stop => 0);
+like($first->query_safe("BEGIN; SELECT tenure.acquire('x', 'a');"),
+	qr/^\d+$/, 'the first acquisition after the crash, of x, is open');
+($ret, $out, my $err) = $node->psql('postgres',
+	"SET lock_timeout = '5 s';\nSELECT tenure.acquire('y', 'b') IS NOT NULL;");
+is($err, '', 'an acquisition of y meanwhile does not wait for it');
+is($out, 't', 'and acquires y');
+$first->query_safe('COMMIT;');
+$first->quit;
+is( $node->safe_psql(
+		'postgres',
+		"SELECT string_agg(lease || ':' || holder || ':' || coalesce(end_reason, 'open'), ','"
+		  . " ORDER BY lease, epoch) FROM tenure.history WHERE lease IN ('x', 'y')"),
+	'x:old:server restart,x:a:open,y:old:server restart,y:b:open',
+	'history: the tenures the crash left open are closed, the new ones open');
 
 done_testing();
