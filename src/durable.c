@@ -27,9 +27,12 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
+
+static bool tenure_open_at_shutdown(const char *name);
 
 /*
  * Connect to SPI and become the owner of tenure.lease, which owns the
@@ -145,35 +148,23 @@ tenure_spi_int8(int col, bool *isnull)
 	return n ? 0 : DatumGetInt64(d);
 }
 
+/* The columns of a lease's row that TenureRow holds, in its order. */
+#define TENURE_ROW_COLUMNS \
+	"SELECT id, owner::pg_catalog.oid::pg_catalog.int8," \
+	" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8," \
+	" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8," \
+	" lock_key, epoch, fence_lock::pg_catalog.int8," \
+	" xmin::pg_catalog.text::pg_catalog.int8" \
+	" FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1"
+
 /*
- * Load a lease's row; inside an SPI session.  Fails with 42704 if there is
- * no such lease.  for_update locks the row.
+ * Fill row from the first row of the last SPI result (TENURE_ROW_COLUMNS).
  */
-void
-tenure_load_row(const char *name, TenureRow *row, bool for_update)
+static void
+tenure_row_from_spi(const char *name, TenureRow *row)
 {
-	Datum		args[1];
 	bool		isnull;
 
-	args[0] = CStringGetTextDatum(name);
-	tenure_spi_exec(for_update ?
-					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
-					" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
-					" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
-					" lock_key, epoch, fence_lock::pg_catalog.int8"
-					" FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE" :
-					"SELECT id, owner::pg_catalog.oid::pg_catalog.int8,"
-					" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
-					" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,"
-					" lock_key, epoch, fence_lock::pg_catalog.int8"
-					" FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
-					"t", args, NULL,
-					SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("lease \"%s\" does not exist", name),
-				 errhint("Create it with tenure.create_lease().")));
 	row->id = tenure_spi_int8(1, NULL);
 	row->owner = (Oid) tenure_spi_int8(2, NULL);
 	row->ttl_us = tenure_spi_int8(3, NULL);
@@ -184,6 +175,8 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 	row->has_lock_key = !isnull;
 	row->epoch = tenure_spi_int8(6, NULL);
 	row->fence_lock = (int) tenure_spi_int8(7, NULL);
+	row->own = TransactionIdIsCurrentTransactionId((TransactionId)
+												   tenure_spi_int8(8, NULL));
 	if (row->fence_lock < 0 || row->fence_lock >= TENURE_FENCE_LOCKS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -194,35 +187,116 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 }
 
 /*
+ * Raise 42704 for an unknown lease.
+ */
+static void
+tenure_no_such_lease(const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("lease \"%s\" does not exist", name),
+			 errhint("Create it with tenure.create_lease().")));
+}
+
+/*
+ * Load a lease's row as the caller's transaction sees it; inside an SPI
+ * session.  Fails with 42704 if there is no such lease.  for_update locks
+ * the row.  Never build a shared entry from this row: under REPEATABLE
+ * READ it may be older than the catalog (tenure_load_committed).
+ */
+void
+tenure_load_row(const char *name, TenureRow *row, bool for_update)
+{
+	Datum		args[1];
+
+	args[0] = CStringGetTextDatum(name);
+	tenure_spi_exec(for_update ? TENURE_ROW_COLUMNS " FOR UPDATE" :
+					TENURE_ROW_COLUMNS,
+					"t", args, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		tenure_no_such_lease(name);
+	tenure_row_from_spi(name, row);
+}
+
+/*
+ * Load a lease's row for building its shared entry: its latest committed
+ * state, plus what this very transaction changed (an MVCC snapshot taken
+ * now sees the transaction's own earlier commands), whatever the
+ * transaction's snapshot is.  Shared memory outlives the transaction, so
+ * it must never be built from a REPEATABLE READ snapshot that predates a
+ * drop and re-creation of the lease.  Also sets *open_at_shutdown (see
+ * tenure_open_at_shutdown()) from the same snapshot.  Inside an SPI
+ * session.  Returns false for an unknown lease if missing_ok, else fails
+ * with 42704.
+ */
+bool
+tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
+					  bool *open_at_shutdown)
+{
+	Datum		args[1];
+	Oid			argtypes[1] = {TEXTOID};
+	int			rc;
+
+	args[0] = CStringGetTextDatum(name);
+
+	/*
+	 * A read-only SPI statement runs under the active snapshot instead of
+	 * taking the transaction snapshot.
+	 */
+	PushActiveSnapshot(GetLatestSnapshot());
+	rc = SPI_execute_with_args(TENURE_ROW_COLUMNS, 1, argtypes, args, NULL,
+							   true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args returned %d for a lease row", rc);
+	if (SPI_processed == 0)
+	{
+		PopActiveSnapshot();
+		if (missing_ok)
+			return false;
+		tenure_no_such_lease(name);
+	}
+	tenure_row_from_spi(name, row);
+	if (open_at_shutdown != NULL)
+		*open_at_shutdown = tenure_open_at_shutdown(name);
+	PopActiveSnapshot();
+	return true;
+}
+
+/*
  * Whether a holder from before this server became ready (a crash, restart
  * or promotion) may still believe it holds the lease: its latest tenure
  * was open when the earlier server went down, or its latest epoch was
  * issued on another timeline or cluster, whose last commits this server
  * may never have received.  Such a holder believes at most until the
- * time this server became ready plus the ttl.  Inside an SPI session.
+ * time this server became ready plus the ttl.  Inside an SPI session,
+ * under the snapshot tenure_load_committed() pushed.
  */
-bool
+static bool
 tenure_open_at_shutdown(const char *name)
 {
 	Datum		args[4];
+	Oid			argtypes[4] = {TEXTOID, INT8OID, INT8OID, INT8OID};
 	bool		isnull;
 	bool		result;
+	int			rc;
 
 	args[0] = CStringGetTextDatum(name);
 	args[1] = Int64GetDatum(tenure_shared->boot_id);
 	args[2] = Int64GetDatum((int64) GetSystemIdentifier());
 	args[3] = Int64GetDatum(RecoveryInProgress() ? 0 : (int64) GetWALInsertionTimeLine());
-	tenure_spi_exec("SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id"
-					"   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
-					"   ORDER BY epoch DESC LIMIT 1) h"
-					"  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) 'server restart')"
-					"  AND h.boot_id OPERATOR(pg_catalog.<>) $2)"
-					" OR EXISTS (SELECT FROM tenure.lease l"
-					"  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE"
-					"   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1"
-					"   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3"
-					"    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END)",
-					"tiii", args, NULL, SPI_OK_SELECT);
+	rc = SPI_execute_with_args("SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id"
+							   "   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+							   "   ORDER BY epoch DESC LIMIT 1) h"
+							   "  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) 'server restart')"
+							   "  AND h.boot_id OPERATOR(pg_catalog.<>) $2)"
+							   " OR EXISTS (SELECT FROM tenure.lease l"
+							   "  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE"
+							   "   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1"
+							   "   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3"
+							   "    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END)",
+							   4, argtypes, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args returned %d for a lease's history", rc);
 	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 1, &isnull));
 	return result && !isnull;
@@ -253,16 +327,32 @@ tenure_history_close(const char *name, const TenureKey *key)
 	}
 	LWLockRelease(tenure_shared->lock);
 
-	/* tenures of any lease that were open when the server went down */
+	/*
+	 * Tenures of any lease that were open when the server went down.  Rows
+	 * another transaction has locked are skipped: it is closing them
+	 * itself, or, if it rolls back, a later tenure will.  Waiting for it
+	 * could mean waiting for a client idle in the transaction of an
+	 * acquisition of another lease, which nobody takes over and so nobody
+	 * ends (see tenure_end_abandoned()).
+	 */
 	args[0] = Int64GetDatum(tenure_shared->boot_id);
 	args[1] = TimestampTzGetDatum(tenure_shared->ready_time);
 	tenure_spi_exec("UPDATE tenure.history"
 					" SET ended = GREATEST(started, $2), end_reason = 'server restart'"
-					" WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
-					" OR boot_id OPERATOR(pg_catalog.>) $1)",
+					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history"
+					"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
+					"  OR boot_id OPERATOR(pg_catalog.>) $1)"
+					"  FOR UPDATE SKIP LOCKED))",
 					"iz", args, nulls, SPI_OK_UPDATE);
 
-	/* this lease's tenure that shared memory saw end */
+	/*
+	 * This lease's tenure that shared memory saw end.  A row locked by
+	 * another transaction is one that transaction closes as "server
+	 * restart" (above), or is closing for an acquisition of this lease
+	 * that we took over and that has ended by now: skip it rather than
+	 * wait.
+	 */
 	args[0] = CStringGetTextDatum(name);
 	args[1] = Int64GetDatum(epoch);
 	args[2] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
@@ -273,7 +363,10 @@ tenure_history_close(const char *name, const TenureKey *key)
 					" ended = COALESCE($4, pg_catalog.clock_timestamp()),"
 					" end_reason = CASE WHEN epoch OPERATOR(pg_catalog.=) $2"
 					"  THEN COALESCE($3, 'expired') ELSE 'expired' END"
-					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
+					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history"
+					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
+					"  FOR UPDATE SKIP LOCKED))",
 					"titz", args, nulls, SPI_OK_UPDATE);
 }
 
@@ -501,11 +594,15 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 					" WHERE name OPERATOR(pg_catalog.=) $1",
 					"titbi", args, NULL, SPI_OK_INSERT);
 
+	/* rows another transaction is closing are left for a later pass */
 	args[1] = Int64GetDatum((int64) tenure_history_per_lease);
-	tenure_spi_exec("DELETE FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
-					" AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
-					"  WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
-					"  OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)",
+	tenure_spi_exec("DELETE FROM tenure.history"
+					" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					"  AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
+					"   WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
+					"   OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)"
+					"  FOR UPDATE SKIP LOCKED))",
 					"ti", args, NULL, SPI_OK_DELETE);
 }
 

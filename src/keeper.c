@@ -110,7 +110,9 @@ tenure_keeper_table_full(void)
 
 /*
  * One pass over the lease table: end expired tenures, release locks nobody
- * wants, take wanted ones, forget dropped leases.  Returns how long the
+ * wants, take wanted ones.  (Entries of dropped leases stay until their
+ * slot is needed: they remember the name's latest epoch, see state.c.)
+ * Returns how long the
  * keeper may sleep, in milliseconds.
  */
 static long
@@ -185,8 +187,6 @@ tenure_keeper_pass(void)
 			changed = true;
 		}
 
-		if (lease->dropped && !lease->lock_held && lease->state == TENURE_FREE)
-			hash_search(tenure_leases, &lease->key, HASH_REMOVE, NULL);
 	}
 	LWLockRelease(tenure_shared->lock);
 

@@ -16,6 +16,8 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "common/int.h"
@@ -30,6 +32,7 @@
 #include "miscadmin.h"
 #include "parser/scansup.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -239,11 +242,12 @@ tenure_check_owner(const char *name, Oid owner, Oid caller)
 
 /*
  * Whether the lease's shared entry must be (re)built from its row: it does
- * not exist, or it was built during recovery, when replay could not keep
- * it current.
+ * not exist, it was dropped, it belongs to another lease of the same name
+ * (id, if known, differs), or it was built during recovery, when replay
+ * could not keep it current.
  */
 static bool
-tenure_entry_stale(const TenureKey *key)
+tenure_entry_stale(const TenureKey *key, int64 id)
 {
 	TenureLease *lease;
 	bool		stale;
@@ -251,6 +255,7 @@ tenure_entry_stale(const TenureKey *key)
 	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
 	stale = lease == NULL || lease->dropped ||
+		(id != 0 && lease->lease_id != id) ||
 		(lease->loaded_in_recovery && !RecoveryInProgress());
 	LWLockRelease(tenure_shared->lock);
 	return stale;
@@ -258,8 +263,8 @@ tenure_entry_stale(const TenureKey *key)
 
 /*
  * Bring the lease into shared memory if it is not there (or only as
- * cached during recovery).  Runs its own SPI session; fails with 42704 for
- * an unknown lease.
+ * cached during recovery), from its latest committed row.  Runs its own
+ * SPI session; fails with 42704 for an unknown lease.
  */
 void
 tenure_ensure_entry(const char *name, const TenureKey *key)
@@ -268,19 +273,19 @@ tenure_ensure_entry(const char *name, const TenureKey *key)
 	TenureRow	row;
 	bool		open_at_shutdown;
 
-	if (!tenure_entry_stale(key))
+	if (!tenure_entry_stale(key, 0))
 		return;
 	tenure_spi_begin(&spi);
-	tenure_load_row(name, &row, false);
-	open_at_shutdown = tenure_open_at_shutdown(name);
+	(void) tenure_load_committed(name, &row, false, &open_at_shutdown);
 	tenure_spi_end(&spi);
 	tenure_load_entry(key, &row, open_at_shutdown);
 }
 
 /*
- * Find the lease's shared entry, creating it from its row if needed.
- * Fails with 53400 when the table is full.  open_at_shutdown: see
- * tenure_open_at_shutdown(); applied when the entry is built.
+ * Find the lease's shared entry, creating it from its row if needed; row
+ * comes from tenure_load_committed().  Fails with 53400 when the table is
+ * full of leases in use.  open_at_shutdown: see tenure_load_committed();
+ * applied when the entry is built.
  */
 static void
 tenure_load_entry(const TenureKey *key, const TenureRow *row,
@@ -288,38 +293,65 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 {
 	TenureLease *lease;
 	bool		found;
+	bool		soon;
+	int64		now = tenure_mono_now();
+	int64		deadline = now + TENURE_KEEPER_WAIT_US;
 
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	lease = hash_search(tenure_leases, key, HASH_ENTER_NULL, &found);
+	for (;;)
+	{
+		LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+		lease = tenure_enter_entry(key, now, &found, &soon);
+		if (lease != NULL || !soon || now >= deadline)
+			break;
+		LWLockRelease(tenure_shared->lock);
+
+		/* a lease was just released: the keeper is letting its lock go */
+		tenure_wake_keeper();
+		ConditionVariablePrepareToSleep(&tenure_shared->cv);
+		(void) ConditionVariableTimedSleep(&tenure_shared->cv, 10,
+										   TENURE_WAIT_EVENT);
+		ConditionVariableCancelSleep();
+		CHECK_FOR_INTERRUPTS();
+		now = tenure_mono_now();
+	}
 	if (lease == NULL)
 	{
 		LWLockRelease(tenure_shared->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("too many leases in use"),
-				 errdetail("All %d lease slots of shared memory are taken.",
+				 errdetail("All %d lease slots of shared memory are taken by leases that are held, being acquired, or still in a former holder's hold-off.",
 						   tenure_max_leases),
 				 errhint("Increase tenure.max_leases and restart the server, or drop unused leases.")));
 	}
-	if (found && !lease->dropped && row->id < lease->lease_id)
+	if (found && !lease->dropped && lease->lease_id != row->id &&
+		lease->state != TENURE_FREE && row->own)
 	{
-		/* our snapshot predates a drop and re-creation of the lease */
+		/*
+		 * This transaction dropped the lease and created it again, and the
+		 * old lease is still held or being acquired.  The drop ends that
+		 * tenure when it commits; until then the entry stays the old
+		 * lease's, and the lease is busy.
+		 */
 		LWLockRelease(tenure_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("lease \"%s\" was dropped and created again concurrently", key->name),
-				 errhint("Retry the transaction.")));
+		return;
 	}
 	if (!found || lease->lease_id != row->id || lease->dropped ||
 		(lease->loaded_in_recovery && !RecoveryInProgress() &&
 		 lease->state == TENURE_FREE))
 	{
-		/* a new entry, or a lease dropped and created again under its name */
+		/*
+		 * A new entry, or one of a lease dropped (and perhaps created
+		 * again under its name, or its extension dropped and created
+		 * again): nothing of it carries over but the latest epoch, a floor
+		 * for the name's next epoch even after a restore of an older dump.
+		 */
 		bool		lock_held = found && lease->lock_held;
 		LOCKTAG		held_tag;
+		int64		floor = found ? lease->epoch : 0;
 
 		if (found && lease->state == TENURE_HELD)
-			tenure_end(lease, TENURE_END_DROPPED, tenure_mono_now());
+			tenure_end(lease, TENURE_END_DROPPED, now);
 		if (lock_held)
 			held_tag = lease->held_tag;
 		/* keep lock_held and held_tag: they belong to the keeper */
@@ -328,12 +360,14 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 		lease->lock_held = lock_held;
 		if (lock_held)
 			lease->held_tag = held_tag;
+		/* except the name's epochs, which never go back */
+		lease->epoch = floor;
 		lease->loaded_in_recovery = RecoveryInProgress();
 		/* a holder from before the server went down may still believe */
 		if (open_at_shutdown)
 			lease->pred_expiry_mono = (tenure_shared->ready_mono != 0 ?
 									   tenure_shared->ready_mono :
-									   tenure_mono_now()) + row->ttl_us;
+									   now) + row->ttl_us;
 	}
 	/* epochs only grow; the row may be ahead of an idle entry */
 	lease->epoch = Max(lease->epoch, row->epoch);
@@ -481,7 +515,7 @@ tenure_drop_lease(PG_FUNCTION_ARGS)
 	tenure_spi_end(&spi);
 
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_txn_remember(TENURE_ACT_DROP, &key, 0, 0);
+	tenure_txn_remember(TENURE_ACT_DROP, &key, row.id, 0);
 	PG_RETURN_VOID();
 }
 
@@ -502,14 +536,26 @@ tenure_cached_epoch(const TenureKey *key)
 	return epoch;
 }
 
+/* An acquisition whose reservation we took over after its ttl. */
+typedef struct TenureAbandoned
+{
+	int			pid;			/* its backend, 0 if none */
+	TimestampTz start;			/* ... and that backend's start */
+	TransactionId xid;			/* its transaction, if it issued an epoch */
+} TenureAbandoned;
+
 /*
  * Try to reserve the lease for a new tenure or renew the caller's own.
  * Returns 1 and sets *epoch on renewal, 2 when reserved (token), 0 when
- * someone else holds it (*busy filled in).
+ * someone else holds it (*busy filled in), -1 when the lease has no entry
+ * any more (its slot went to another lease: load it again).  A reservation
+ * of another backend that outlived its ttl is taken over; *abandoned then
+ * says whose it was.
  */
 static int
 tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
-				   uint64 token, int64 *epoch, TenureBusy *busy)
+				   uint64 token, int64 *epoch, TenureBusy *busy,
+				   TenureAbandoned *abandoned)
 {
 	TenureLease *lease;
 	int64		now = tenure_mono_now();
@@ -518,7 +564,12 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
 	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
-	if (lease == NULL || lease->dropped)
+	if (lease == NULL)
+	{
+		LWLockRelease(tenure_shared->lock);
+		return -1;
+	}
+	if (lease->dropped)
 	{
 		/* dropped under us: the caller's transaction is about to see it */
 		LWLockRelease(tenure_shared->lock);
@@ -532,6 +583,25 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 	{
 		tenure_end(lease, TENURE_END_EXPIRED, now);
 		ended = true;
+	}
+
+	if (tenure_pending_expired(lease, now) &&
+		(lease->holder_pid != MyProcPid ||
+		 lease->holder_start != MyStartTimestamp))
+	{
+		/*
+		 * Another backend's acquisition outlived its ttl without
+		 * committing: it is void, and its COMMIT will fail at PRE_COMMIT.
+		 * It never led, so it imposes no hold-off.
+		 */
+		abandoned->pid = lease->holder_pid;
+		abandoned->start = lease->holder_start;
+		abandoned->xid = lease->pending_xid;
+		lease->state = TENURE_FREE;
+		lease->holder[0] = '\0';
+		lease->holder_pid = 0;
+		lease->holder_start = 0;
+		lease->pending_xid = InvalidTransactionId;
 	}
 
 	if (lease->state != TENURE_FREE)
@@ -552,8 +622,12 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 			strlcpy(busy->holder, lease->holder, sizeof(busy->holder));
 			busy->epoch = lease->state == TENURE_HELD ? lease->epoch : 0;
 			busy->since = lease->acquired_wall;
-			busy->until_mono = lease->state == TENURE_HELD ?
-				lease->renewed_mono + lease->ttl_us : 0;
+			if (lease->state == TENURE_HELD)
+				busy->until_mono = lease->renewed_mono + lease->ttl_us;
+			else if (!lease->committing)
+				busy->until_mono = lease->acquired_mono + lease->ttl_us;
+			else
+				busy->until_mono = 0;	/* its commit wakes us */
 			result = 0;
 		}
 	}
@@ -566,6 +640,8 @@ tenure_try_reserve(const TenureKey *key, const char *holder, bool session_bound,
 		lease->holder_start = MyStartTimestamp;
 		lease->pending_token = token;
 		lease->pending_epoch = 0;
+		lease->pending_xid = InvalidTransactionId;
+		lease->committing = false;
 		lease->acquired_mono = now;
 		lease->acquired_wall = GetCurrentTimestamp();
 		lease->renewed_mono = now;
@@ -652,6 +728,75 @@ tenure_wait_for_lock(const TenureKey *key, uint64 token, TenureBusy *busy)
 }
 
 /*
+ * Make sure the transaction of an acquisition we took over (its reservation
+ * outlived its ttl) has ended, before we issue our epoch.
+ *
+ * That transaction issued its epoch with an UPDATE of the lease's row in
+ * tenure.lease and holds the row lock until it ends; our own UPDATE of the
+ * row would wait for it, and a client idle in its transaction may never
+ * end it: the lease would be ours in shared memory, yet nobody could issue
+ * an epoch until that client came back.  Nothing short of ending the
+ * transaction frees the row (the epoch counter lives in it), and
+ * PostgreSQL cannot abort another session's transaction while that
+ * session is idle.  So its backend is terminated, as pg_terminate_backend()
+ * does: the transaction could not commit anyway (its PRE_COMMIT check
+ * fails), so only its session is lost.  Like pg_terminate_backend(), only
+ * a superuser terminates a superuser's backend.  If we may not, or the
+ * transaction does not end within TENURE_KEEPER_WAIT_US, we fail with
+ * 55P03 and our reservation is given back.  Its history rows are freed
+ * with it, so the history statements that follow never wait for it.
+ */
+static void
+tenure_end_abandoned(const char *name, const TenureAbandoned *abandoned)
+{
+	int64		deadline = tenure_mono_now() + TENURE_KEEPER_WAIT_US;
+	bool		signalled = false;
+
+	if (!TransactionIdIsValid(abandoned->xid))
+		return;					/* it had issued nothing: nothing is locked */
+
+	while (TransactionIdIsInProgress(abandoned->xid))
+	{
+		if (!signalled)
+		{
+			PGPROC	   *proc = BackendPidGetProc(abandoned->pid);
+
+			if (proc != NULL && proc->xid == abandoned->xid)
+			{
+				if (superuser_arg(proc->roleId) && !superuser())
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("lease \"%s\" is locked by an expired acquisition", name),
+							 errdetail("The transaction of superuser backend %d acquired the lease and has neither committed nor rolled back.",
+									   abandoned->pid),
+							 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
+				ereport(LOG,
+						(errmsg("terminating backend %d, whose acquisition of lease \"%s\" expired before its transaction committed",
+								abandoned->pid, name),
+						 errdetail("The transaction holds the lease's row lock, which the new holder needs.")));
+#ifdef HAVE_SETSID
+				(void) kill(-abandoned->pid, SIGTERM);
+#else
+				(void) kill(abandoned->pid, SIGTERM);
+#endif
+			}
+			signalled = true;
+		}
+		if (tenure_mono_now() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("lease \"%s\" is locked by an expired acquisition", name),
+					 errdetail("The transaction of backend %d acquired the lease and has not ended.",
+							   abandoned->pid),
+					 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, TENURE_WAIT_EVENT);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Shared body of acquire and acquire_or_error.  Returns the epoch, or
  * 0 if the lease is held by someone else (busy filled in).
  */
@@ -662,13 +807,18 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 {
 	TenureSpi	spi;
 	TenureRow	row;
+	TenureRow	latest;
 	TenureKey	key;
+	TenureAbandoned abandoned;
 	int64		epoch = 0;
 	int64		deadline;
 	uint64		token = ((uint64) MyProcPid << 32) | (uint32) ++tenure_next_token;
 	bool		reserved = false;
 	bool		stale;
-	bool		open_at_shutdown;
+	bool		exists = true;
+	bool		open_at_shutdown = false;
+	bool		ours = false;
+	TransactionId xid;
 
 	tenure_require_loaded();
 	tenure_require_primary("acquire a lease");
@@ -677,17 +827,28 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
 	tenure_check_owner(name, row.owner, spi.save_userid);
-	stale = tenure_entry_stale(&key);
-	open_at_shutdown = stale && tenure_open_at_shutdown(name);
+	stale = tenure_entry_stale(&key, row.id);
+	if (stale)
+		exists = tenure_load_committed(name, &latest, true, &open_at_shutdown);
 	tenure_spi_end(&spi);
 
 	if (stale)
-		tenure_load_entry(&key, &row, open_at_shutdown);
+	{
+		/* the entry follows the catalog, whatever our snapshot says */
+		if (exists)
+			tenure_load_entry(&key, &latest, open_at_shutdown);
+		if (!exists || latest.id != row.id)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("lease \"%s\" was dropped and created again concurrently", name),
+					 errhint("Retry the transaction.")));
+	}
 	if (session_bound)
 		tenure_register_session_exit();
 
 	/* remembered before reserving, so that an abort always gives it back */
 	tenure_txn_remember(TENURE_ACT_ACQUIRE, &key, 0, token);
+	memset(&abandoned, 0, sizeof(abandoned));
 
 	/*
 	 * Be on the condition variable's wait list before looking at the lease,
@@ -701,10 +862,16 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	for (;;)
 	{
 		int			r = tenure_try_reserve(&key, holder, session_bound, token,
-										   &epoch, busy);
+										   &epoch, busy, &abandoned);
 		int64		now;
 		long		sleep_ms;
 
+		if (r == -1)
+		{
+			/* its slot went to another lease meanwhile */
+			tenure_ensure_entry(name, &key);
+			continue;
+		}
 		if (r == 1)
 			break;				/* renewed */
 		if (r == 2)
@@ -743,6 +910,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 		return epoch;			/* the renewed tenure's, or 0 */
 
 	/* reserved, and the keeper holds the lock: issue the epoch */
+	tenure_end_abandoned(name, &abandoned);
 	tenure_spi_begin(&spi);
 	epoch = tenure_issue_epoch(name, tenure_cached_epoch(&key));
 
@@ -750,15 +918,30 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	tenure_history_start(name, epoch, holder, session_bound);
 	tenure_spi_end(&spi);
 
+	/*
+	 * Our reservation may have outlived its ttl meanwhile and been taken
+	 * over; then its new holder waits for our row lock, so fail now.
+	 */
+	xid = GetTopTransactionIdIfAny();
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
 	{
 		TenureLease *lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 
 		if (lease != NULL && lease->state == TENURE_PENDING &&
-			lease->pending_token == token)
+			lease->pending_token == token && lease->holder_pid == MyProcPid)
+		{
 			lease->pending_epoch = epoch;
+			lease->pending_xid = xid;
+			ours = true;
+		}
 	}
 	LWLockRelease(tenure_shared->lock);
+	if (!ours)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("acquisition of lease \"%s\" expired before its transaction committed", name),
+				 errdetail("Another holder took the lease over while its epoch was being issued.")));
+	tenure_txn_issued(token, epoch);
 
 	tenure_notify("acquired", name, holder, epoch);
 
@@ -1127,22 +1310,38 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 	now_wall = GetCurrentTimestamp();
 
 	/*
-	 * Copy this database's entries out under the lock, without allocating
-	 * there; build the tuples afterwards.
+	 * Copy this database's entries out under one hold of the lock, without
+	 * allocating there; build the tuples afterwards.  Size the copy from
+	 * the table's count, then count again under the hold that copies: if
+	 * the table grew in between, free, grow and try again.  Every try that
+	 * fails saw a larger count, which never exceeds tenure.max_leases, so
+	 * this ends; and rows are copied only when all of them fit.
 	 */
 	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	room = hash_get_num_entries(tenure_leases) + 16;
 	LWLockRelease(tenure_shared->lock);
-	copies = palloc_extended(sizeof(TenureLease) * room, MCXT_ALLOC_HUGE);
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
+	for (;;)
 	{
-		if (lease->key.dbid == MyDatabaseId && !lease->dropped &&
-			ncopies < room)
-			copies[ncopies++] = *lease;
+		long		count;
+
+		copies = palloc_extended(sizeof(TenureLease) * room, MCXT_ALLOC_HUGE);
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		count = hash_get_num_entries(tenure_leases);
+		if (count <= room)
+		{
+			hash_seq_init(&scan, tenure_leases);
+			while ((lease = hash_seq_search(&scan)) != NULL)
+			{
+				if (lease->key.dbid == MyDatabaseId && !lease->dropped)
+					copies[ncopies++] = *lease;
+			}
+		}
+		LWLockRelease(tenure_shared->lock);
+		if (count <= room)
+			break;
+		pfree(copies);
+		room = count + 16;
 	}
-	LWLockRelease(tenure_shared->lock);
 
 	for (i = 0; i < ncopies; i++)
 	{
@@ -1214,6 +1413,9 @@ tenure_await_change(PG_FUNCTION_ARGS)
 	int64		epoch = 0;
 	bool		changed = false;
 	int64		deadline;
+	int64		row_epoch;
+	int64		row_id;
+	bool		had_entry = false;
 
 	tenure_require_loaded();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -1262,21 +1464,38 @@ tenure_await_change(PG_FUNCTION_ARGS)
 														  values, nulls)));
 	}
 
-	/* not used since server start (or promotion): load it */
-	tenure_ensure_entry(name, &key);
+	/*
+	 * A lease that is not held needs no slot: its epoch is in its row (the
+	 * latest committed one), and once it is acquired its entry appears
+	 * and the acquisition's commit wakes us.  An entry of another lease
+	 * id is a dropped predecessor's: not ours.
+	 */
+	{
+		TenureSpi	spi;
+		TenureRow	row;
+
+		tenure_spi_begin(&spi);
+		(void) tenure_load_committed(name, &row, false, NULL);
+		tenure_spi_end(&spi);
+		row_epoch = row.epoch;
+		row_id = row.id;
+	}
 
 	ConditionVariablePrepareToSleep(&tenure_shared->cv);
 	for (;;)
 	{
 		int64		now = tenure_mono_now();
 		int64		wake = deadline;
+		bool		gone = false;
 
 		LWLockAcquire(tenure_shared->lock, LW_SHARED);
 		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 		held = false;
-		if (lease != NULL)
+		epoch = row_epoch;
+		if (lease != NULL && !lease->dropped && lease->lease_id == row_id)
 		{
-			epoch = lease->epoch;
+			had_entry = true;
+			epoch = Max(lease->epoch, row_epoch);
 			if (tenure_is_live(lease, now))
 			{
 				held = true;
@@ -1284,9 +1503,11 @@ tenure_await_change(PG_FUNCTION_ARGS)
 				wake = Min(wake, lease->renewed_mono + lease->ttl_us);
 			}
 		}
+		else if (had_entry)
+			gone = true;		/* dropped, or its slot reused: look again */
 		LWLockRelease(tenure_shared->lock);
 
-		changed = !know_epoch || lease == NULL || epoch != known_epoch ||
+		changed = !know_epoch || gone || epoch != known_epoch ||
 			held != (known_holder != NULL) ||
 			(held && strcmp(holder, known_holder) != 0);
 		if (changed || now >= deadline)

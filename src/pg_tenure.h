@@ -46,7 +46,8 @@
 typedef enum TenureState
 {
 	TENURE_FREE = 0,			/* no tenure */
-	TENURE_PENDING,				/* being acquired by an open transaction */
+	TENURE_PENDING,				/* being acquired by an open transaction, for
+								 * at most the ttl from acquired_mono */
 	TENURE_HELD					/* a tenure (check expiry before trusting) */
 } TenureState;
 
@@ -74,7 +75,9 @@ typedef struct TenureKey
 
 /*
  * One lease in shared memory.  Entries are created the first time a lease
- * is acquired after server start and removed when the lease is dropped.
+ * is acquired after server start (or a fenced write needs its epoch) and
+ * removed when the lease or its database is dropped, or to make room for
+ * another lease while the lease is not held (state.c).
  * Times ending in _mono are CLOCK_MONOTONIC microseconds.
  */
 typedef struct TenureLease
@@ -89,7 +92,7 @@ typedef struct TenureLease
 	int64		holdoff_us;		/* -1: automatic hold-off */
 	bool		has_lock_key;
 	int64		lock_key;
-	bool		dropped;		/* dropped; keeper removes the entry */
+	bool		dropped;		/* dropped; its slot is the first to go */
 	bool		loaded_in_recovery; /* epoch cache not to be trusted */
 
 	/* the current or pending tenure */
@@ -101,6 +104,8 @@ typedef struct TenureLease
 	int			holder_pid;		/* acquiring backend (session-bound or pending) */
 	TimestampTz holder_start;	/* ... and its MyStartTimestamp */
 	uint64		pending_token;	/* identifies the pending acquisition */
+	TransactionId pending_xid;	/* its transaction, once it issued its epoch */
+	bool		committing;		/* past its PRE_COMMIT check: never taken over */
 	int64		acquired_mono;
 	TimestampTz acquired_wall;
 	int64		renewed_mono;
@@ -157,6 +162,9 @@ extern int64 tenure_held_epoch(const TenureLease *lease, const char *holder,
 							   int64 now);
 extern void tenure_end(TenureLease *lease, TenureEndReason reason,
 					   int64 now);
+extern bool tenure_pending_expired(const TenureLease *lease, int64 now);
+extern TenureLease *tenure_enter_entry(const TenureKey *key, int64 now,
+									   bool *found, bool *soon);
 extern void tenure_wake_keeper(void);
 extern const char *tenure_end_reason_name(TenureEndReason reason);
 extern void tenure_register_session_exit(void);
@@ -167,13 +175,16 @@ typedef enum TenureActionKind
 	TENURE_ACT_ACQUIRE,
 	TENURE_ACT_CLAIM,
 	TENURE_ACT_RELEASE,
-	TENURE_ACT_DROP
+	TENURE_ACT_DROP,
+	TENURE_ACT_DROP_DATABASE_LEASES	/* key.dbid: DROP EXTENSION or DATABASE */
 } TenureActionKind;
 
 extern void tenure_txn_init(void);
 extern uint64 tenure_txn_serial(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
+extern void tenure_txn_issued(uint64 token, int64 epoch);
+extern void tenure_txn_drop_database_leases(Oid dbid);
 
 /* durable.c: an SPI session as the owner of pg_tenure's tables */
 typedef struct TenureSpi
@@ -200,6 +211,7 @@ typedef struct TenureRow
 	int64		lock_key;
 	int64		epoch;
 	int			fence_lock;
+	bool		own;			/* written by this (uncommitted) transaction */
 } TenureRow;
 
 extern void tenure_spi_begin(TenureSpi *spi);
@@ -208,7 +220,8 @@ extern uint64 tenure_spi_exec(const char *sql, const char *types,
 							  Datum *values, const bool *isnull, int expected);
 extern int64 tenure_spi_int8(int col, bool *isnull);
 extern void tenure_load_row(const char *name, TenureRow *row, bool for_update);
-extern bool tenure_open_at_shutdown(const char *name);
+extern bool tenure_load_committed(const char *name, TenureRow *row,
+								  bool missing_ok, bool *open_at_shutdown);
 extern void tenure_history_close(const char *name, const TenureKey *key);
 extern int64 tenure_issue_epoch(const char *name, int64 floor);
 extern void tenure_history_start(const char *name, int64 epoch,

@@ -30,6 +30,30 @@
  * the keeper writes lock_held, held_tag, lock_failed and lock_no_memory
  * (backends clear lock_failed when they make a new request).
  *
+ * Entries and slots (tenure_enter_entry): an entry is built from the
+ * lease's latest committed row, never from an older snapshot, and an entry
+ * of a lease that was dropped (or created again under its name) is never
+ * taken for the new lease.  When all tenure.max_leases slots are taken, a
+ * new entry replaces one that nobody needs: FREE (no tenure, no pending
+ * acquisition), no advisory lock held or wanted, and no hold-off bound
+ * (pred_expiry_mono) still in the future.  The replaced entry's lease is
+ * rebuilt from its row when it is next used.  What that loses: an end
+ * reason and time not yet written to the history (the next tenure of the
+ * lease closes the row as "expired", with the time it does so), the
+ * transitions counter, and the latest epoch shared memory saw (its row has
+ * the same one unless an older dump was restored over it).  Entries of
+ * dropped leases (dropped) are kept until their slot is needed, and
+ * evicted first: when the name is created again, its next epoch still
+ * exceeds the dropped lease's latest, also after DROP EXTENSION and a
+ * restore of an older dump.
+ *
+ * A PENDING reservation lasts at most the ttl from acquired_mono.  Past
+ * that, another backend may take the lease over, unless the reservation
+ * is "committing": its transaction passed the PRE_COMMIT check (txn.c),
+ * which sets the flag under the LWLock exclusive after checking the
+ * expiry, so a reservation is either taken over or allowed to commit,
+ * never both.
+ *
  * keeper_latch may be read without the lock to set it: latches live in
  * shared memory, so setting a stale one (the keeper just exited) is
  * harmless.
@@ -219,6 +243,85 @@ tenure_held_epoch(const TenureLease *lease, const char *holder, int64 now)
 }
 
 /*
+ * Whether a PENDING reservation has outlived its ttl and may be taken
+ * over by another backend.  Caller holds the LWLock.
+ */
+bool
+tenure_pending_expired(const TenureLease *lease, int64 now)
+{
+	return lease->state == TENURE_PENDING && !lease->committing &&
+		now >= lease->acquired_mono + lease->ttl_us;
+}
+
+/*
+ * Whether an entry's slot may be given to another lease (see the header):
+ * nobody holds, acquires or locks the lease, and no former holder's belief
+ * still delays its next tenure.  Sets *soon if the keeper only has to let
+ * go of the lease's lock first.  Caller holds the LWLock.
+ */
+static bool
+tenure_evictable(const TenureLease *lease, int64 now, bool *soon)
+{
+	if (lease->lock_wanted)
+		return false;
+	if (!lease->dropped &&
+		(lease->state != TENURE_FREE || lease->pred_expiry_mono > now))
+		return false;
+	if (lease->lock_held)
+	{
+		*soon = true;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Find or create the entry of a lease.  When the table is full, an
+ * evictable entry (preferably one with no end reason left to write) makes
+ * room.  Returns NULL if there is none; *soon then says whether one will
+ * be once the keeper has released the locks it no longer needs.  A new
+ * entry is zeroed except for its key.  Caller holds the LWLock exclusive.
+ * Cannot fail.
+ */
+TenureLease *
+tenure_enter_entry(const TenureKey *key, int64 now, bool *found, bool *soon)
+{
+	TenureLease *lease;
+	TenureLease *victim = NULL;
+	HASH_SEQ_STATUS scan;
+
+	Assert(LWLockHeldByMeInMode(tenure_shared->lock, LW_EXCLUSIVE));
+
+	*soon = false;
+	lease = hash_search(tenure_leases, key, HASH_ENTER_NULL, found);
+	if (lease == NULL)
+	{
+		hash_seq_init(&scan, tenure_leases);
+		while ((lease = hash_seq_search(&scan)) != NULL)
+		{
+			if (!tenure_evictable(lease, now, soon))
+				continue;
+			victim = lease;
+			if (lease->dropped || lease->ended_reason == TENURE_END_NONE)
+			{
+				hash_seq_term(&scan);
+				break;
+			}
+		}
+		if (victim == NULL)
+			return NULL;
+		hash_search(tenure_leases, &victim->key, HASH_REMOVE, NULL);
+		lease = hash_search(tenure_leases, key, HASH_ENTER_NULL, found);
+		if (lease == NULL)
+			return NULL;		/* cannot happen: we just freed a slot */
+	}
+	if (!*found)
+		memset(((char *) lease) + sizeof(TenureKey), 0,
+			   sizeof(TenureLease) - sizeof(TenureKey));
+	return lease;
+}
+
+/*
  * End the lease's current tenure for the given reason.  Only touches the
  * entry; the caller holds the LWLock exclusive, then wakes the keeper and
  * broadcasts the condition variable.  Cannot fail.
@@ -327,6 +430,7 @@ tenure_session_exit(int code, Datum arg)
 			lease->state = TENURE_FREE;
 			lease->holder[0] = '\0';
 			lease->holder_pid = 0;
+			lease->committing = false;
 			lease->lock_wanted = false;
 			changed = true;
 		}

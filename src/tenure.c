@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * tenure.c
- *		Module entry point of pg_tenure: settings, shared memory hooks and
- *		registration of the keeper worker and the transaction callbacks.
+ *		Module entry point of pg_tenure: settings, shared memory hooks, the
+ *		object access hook, and registration of the keeper worker and the
+ *		transaction callbacks.
  *
  * pg_tenure must be loaded through shared_preload_libraries: its lease
  * table lives in shared memory and its keeper worker holds the advisory
@@ -12,6 +13,10 @@
  */
 #include "postgres.h"
 
+#include "catalog/objectaccess.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -29,6 +34,7 @@ int			tenure_claim_timeout = 10000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
 
 void		_PG_init(void);
 
@@ -58,6 +64,28 @@ tenure_shmem_startup(void)
 }
 
 /*
+ * Object access hook: a transaction that drops pg_tenure from this
+ * database, or drops a database, ends that database's tenures in shared
+ * memory when it commits (txn.c).  Only called just before the object is
+ * deleted, so the extension can still be looked up by name.
+ */
+static void
+tenure_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					 int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+
+	if (access != OAT_DROP || tenure_shared == NULL)
+		return;
+	if (classId == DatabaseRelationId)
+		tenure_txn_drop_database_leases(objectId);
+	else if (classId == ExtensionRelationId &&
+			 objectId == get_extension_oid("pg_tenure", true))
+		tenure_txn_drop_database_leases(MyDatabaseId);
+}
+
+/*
  * Module load callback.
  */
 void
@@ -78,7 +106,7 @@ _PG_init(void)
 
 	DefineCustomIntVariable("tenure.max_leases",
 							"Maximum number of leases held in shared memory, across all databases.",
-							"A lease takes a slot when it is first acquired after server start and keeps it until it is dropped.",
+							"A lease takes a slot when it is first acquired after server start; slots of leases that are not held are reused when the table is full.",
 							&tenure_max_leases,
 							1024,
 							16,
@@ -126,6 +154,8 @@ _PG_init(void)
 	shmem_request_hook = tenure_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = tenure_shmem_startup;
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = tenure_object_access;
 
 	tenure_register_keeper();
 	tenure_txn_init();

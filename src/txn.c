@@ -12,6 +12,16 @@
  * That callback runs after the point of no return: it takes the LWLock,
  * copies a few fields and broadcasts, and nothing in it can fail.
  *
+ * An acquisition reserves its lease for at most the lease's ttl (see
+ * state.c).  At PRE_COMMIT, before the commit record, a transaction whose
+ * reservation expired (or was taken over) fails; one whose reservation is
+ * still valid marks it committing, after which nobody takes it over.
+ *
+ * DROP EXTENSION pg_tenure and DROP DATABASE (seen by the object access
+ * hook, tenure.c) end every tenure of their database when they commit and
+ * mark its entries dropped, so that nothing from before the drop leads or
+ * counts as an epoch afterwards, and their slots are freed.
+ *
  * Actions live in TopTransactionContext, so forgetting them is resetting
  * the list pointer.
  *
@@ -31,7 +41,9 @@ typedef struct TenureAction
 {
 	TenureActionKind kind;
 	TenureKey	key;
-	int64		epoch;			/* CLAIM: the new epoch */
+	int64		epoch;			/* CLAIM: the new epoch; ACQUIRE: the epoch
+								 * issued (0 until then); DROP: the dropped
+								 * lease's id */
 	uint64		token;			/* ACQUIRE: the pending reservation */
 	SubTransactionId subid;		/* subtransaction that made it */
 } TenureAction;
@@ -76,6 +88,39 @@ tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 }
 
 /*
+ * Note that the acquisition with the given token issued its epoch: its
+ * transaction must now commit within the reservation's ttl.
+ */
+void
+tenure_txn_issued(uint64 token, int64 epoch)
+{
+	ListCell   *lc;
+
+	foreach(lc, tenure_actions)
+	{
+		TenureAction *act = lfirst(lc);
+
+		if (act->kind == TENURE_ACT_ACQUIRE && act->token == token)
+			act->epoch = epoch;
+	}
+}
+
+/*
+ * Remember that this transaction drops the extension in database dbid, or
+ * database dbid itself: when it commits, every tenure of that database
+ * ends.  Called from the object access hook.
+ */
+void
+tenure_txn_drop_database_leases(Oid dbid)
+{
+	TenureKey	key;
+
+	memset(&key, 0, sizeof(key));
+	key.dbid = dbid;
+	tenure_txn_remember(TENURE_ACT_DROP_DATABASE_LEASES, &key, 0, 0);
+}
+
+/*
  * Undo an acquisition that will not commit: give the reservation back.
  * Caller holds the LWLock exclusive.  Cannot fail.
  */
@@ -96,8 +141,43 @@ tenure_txn_cancel(TenureAction *act)
 	lease->holder_pid = 0;
 	lease->holder_start = 0;
 	lease->session_bound = false;
+	lease->pending_xid = InvalidTransactionId;
+	lease->committing = false;
 	lease->lock_wanted = false;
 	return true;
+}
+
+/*
+ * End every tenure and pending acquisition of database dbid and mark its
+ * entries dropped; the keeper lets their locks go and frees their slots.
+ * Caller holds the LWLock exclusive.  Cannot fail.
+ */
+static void
+tenure_txn_drop_database(Oid dbid, int64 now)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		if (lease->key.dbid != dbid)
+			continue;
+		if (lease->state == TENURE_HELD)
+			tenure_end(lease, TENURE_END_DROPPED, now);
+		/* a pending acquisition's COMMIT now fails at PRE_COMMIT */
+		lease->state = TENURE_FREE;
+		lease->holder[0] = '\0';
+		lease->holder_pid = 0;
+		lease->holder_start = 0;
+		lease->session_bound = false;
+		lease->pending_xid = InvalidTransactionId;
+		lease->committing = false;
+		lease->lock_wanted = false;
+		/* the history went with the extension, or there is none to write */
+		lease->ended_reason = TENURE_END_NONE;
+		lease->dropped = true;
+	}
 }
 
 /*
@@ -108,6 +188,12 @@ static void
 tenure_txn_publish(TenureAction *act, int64 now)
 {
 	TenureLease *lease;
+
+	if (act->kind == TENURE_ACT_DROP_DATABASE_LEASES)
+	{
+		tenure_txn_drop_database(act->key.dbid, now);
+		return;
+	}
 
 	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
 	if (lease == NULL)
@@ -121,6 +207,8 @@ tenure_txn_publish(TenureAction *act, int64 now)
 				lease->holder_pid == MyProcPid)
 			{
 				lease->state = TENURE_HELD;
+				lease->committing = false;
+				lease->pending_xid = InvalidTransactionId;
 				/* the keeper keeps its lock, or revokes us if it lost it */
 				lease->lock_wanted = true;
 				lease->lock_failed = false;
@@ -141,12 +229,17 @@ tenure_txn_publish(TenureAction *act, int64 now)
 			lease->ended_reason = TENURE_END_NONE;
 			break;
 		case TENURE_ACT_DROP:
+			/* not a lease created again under the name since */
+			if (lease->lease_id != act->epoch)
+				break;
 			if (lease->state == TENURE_HELD)
 				tenure_end(lease, TENURE_END_DROPPED, now);
 			lease->state = TENURE_FREE;
 			lease->lock_wanted = false;
 			lease->dropped = true;
 			break;
+		case TENURE_ACT_DROP_DATABASE_LEASES:
+			break;				/* handled above */
 	}
 }
 
@@ -169,14 +262,62 @@ tenure_txn_effective(const TenureAction *act)
 }
 
 /*
- * PRE_COMMIT: new tenures and claims take their lease's fence lock in
- * ExclusiveLock mode, fenced writes in RowExclusiveLock mode, and are
- * checked (fence.c).
+ * PRE_COMMIT of an acquisition that issued an epoch: fail unless its
+ * reservation is still ours and within its ttl; then mark it committing,
+ * so that nobody takes it over while the commit completes.  An ERROR here
+ * aborts the transaction before its commit record, so the epoch and the
+ * history rows it wrote are never committed.
+ */
+static void
+tenure_txn_check_reservation(const TenureAction *act)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	bool		valid = false;
+	int64		ttl_us = 0;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
+	if (lease != NULL && lease->state == TENURE_PENDING &&
+		lease->pending_token == act->token &&
+		lease->holder_pid == MyProcPid &&
+		now < lease->acquired_mono + lease->ttl_us)
+	{
+		lease->committing = true;
+		valid = true;
+	}
+	else if (lease != NULL)
+		ttl_us = lease->ttl_us;
+	LWLockRelease(tenure_shared->lock);
+
+	if (!valid)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("acquisition of lease \"%s\" expired before its transaction committed",
+						act->key.name),
+				 ttl_us > 0 ?
+				 errdetail("An acquisition holds the lease for at most its ttl of %.3f s until its transaction commits; after that another holder may take it over.",
+						   (double) ttl_us / USECS_PER_SEC) : 0,
+				 errhint("Commit acquisitions promptly; acquire the lease again in a new transaction.")));
+}
+
+/*
+ * PRE_COMMIT: acquisitions must still hold their reservation; new tenures
+ * and claims take their lease's fence lock in ExclusiveLock mode, fenced
+ * writes in RowExclusiveLock mode, and are checked (fence.c).
  */
 static void
 tenure_txn_precommit(void)
 {
 	ListCell   *lc;
+
+	foreach(lc, tenure_actions)
+	{
+		TenureAction *act = lfirst(lc);
+
+		if (act->kind == TENURE_ACT_ACQUIRE && act->epoch != 0)
+			tenure_txn_check_reservation(act);
+	}
 
 	foreach(lc, tenure_actions)
 	{

@@ -1,7 +1,8 @@
 
 # Limits: the shared lease table holds tenure.max_leases leases; when it is
-# full, acquiring another lease fails with SQLSTATE 53400 and a hint naming
-# the setting, and changes nothing.  Without shared_preload_libraries the
+# full of held leases, acquiring another lease fails with SQLSTATE 53400 and
+# a hint naming the setting, and changes nothing; the slot of a released or
+# dropped lease goes to the next lease.  Without shared_preload_libraries the
 # extension cannot be created, and the message says how to fix it.
 
 use strict;
@@ -37,10 +38,6 @@ is( $node->safe_psql(
 	'16',
 	'16 distinct leases are acquired');
 
-# a released lease keeps its slot
-is($node->safe_psql('postgres', "SELECT tenure.release('l16', 'h')"),
-	't', 'l16 is released');
-
 my $state_l17 =
     "SELECT tenure.current_epoch('l17'),"
   . " (SELECT count(*) FROM tenure.history WHERE lease = 'l17'),"
@@ -48,6 +45,7 @@ my $state_l17 =
 my $before = $node->safe_psql('postgres', $state_l17);
 is($before, '0|0|none:0', 'l17 has never been held');
 
+# 16 held leases: no slot can be given to another lease
 for my $call ("tenure.acquire('l17', 'h')", "tenure.acquire_or_error('l17', 'h')")
 {
 	my ($ret, $stdout, $stderr) = $node->psql('postgres',
@@ -63,33 +61,39 @@ is($node->safe_psql('postgres', $state_l17),
 is( $node->safe_psql(
 		'postgres',
 		"SELECT count(*) FROM tenure.history WHERE ended IS NULL"),
-	'15', 'the 15 tenures still held are untouched');
+	'16', 'the 16 tenures held are untouched');
 is($node->safe_psql('postgres', "SELECT tenure.leader_is('l01', 'h')"),
 	't', 'holders of other leases still lead');
 
-# dropping a lease frees its slot, once the keeper has let go of it
-my $e01 = $node->safe_psql('postgres', "SELECT tenure.current_epoch('l01')");
-$node->safe_psql('postgres', "SELECT tenure.drop_lease('l01')");
-ok( $node->poll_query_until(
-		'postgres', "SELECT tenure.acquire('l17', 'h') IS NOT NULL"),
-	'after l01 is dropped, l17 can be acquired');
+# a released lease's slot goes to the next lease that needs one
+is($node->safe_psql('postgres', "SELECT tenure.release('l16', 'h')"),
+	't', 'l16 is released');
+is($node->safe_psql('postgres', "SELECT tenure.acquire('l17', 'h') IS NOT NULL"),
+	't', 'l17 takes the slot of the released l16');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT holder, epoch > 0, epoch = tenure.current_epoch('l17') FROM tenure.leases WHERE lease = 'l17'"
 	),
 	'h|t|t',
 	'l17 is held');
-is( $node->safe_psql(
-		'postgres',
-		"SELECT end_reason FROM tenure.history WHERE lease = 'l01' AND epoch = $e01"),
-	'dropped', 'history: the tenure of l01 ended as dropped');
 
-# the table is full again
+# the table is full of held leases again
 my ($ret18, $out18, $err18) = $node->psql('postgres',
 	"\\set VERBOSITY verbose\nSELECT tenure.acquire('l18', 'h');",
 	on_error_stop => 0);
 like($err18, qr/ERROR:  53400: too many leases in use/,
 	'with l17 in, an 18th lease does not fit');
+
+# dropping a held lease frees its slot, once the keeper has let go of it
+my $e01 = $node->safe_psql('postgres', "SELECT tenure.current_epoch('l01')");
+$node->safe_psql('postgres', "SELECT tenure.drop_lease('l01')");
+ok( $node->poll_query_until(
+		'postgres', "SELECT tenure.acquire('l18', 'h') IS NOT NULL"),
+	'after l01 is dropped, l18 can be acquired');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT end_reason FROM tenure.history WHERE lease = 'l01' AND epoch = $e01"),
+	'dropped', 'history: the tenure of l01 ended as dropped');
 
 $node->stop;
 
