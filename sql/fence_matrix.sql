@@ -244,7 +244,7 @@ DELETE FROM mx_src WHERE k NOT IN (50, 150);
 -- (Not covered here: a fenced write made after the commit-time check ran
 -- fails with TN002 too.  Only another extension's PRE_COMMIT transaction
 -- callback, running after pg_tenure's, can write then; SQL cannot.
--- test/t/175_write_after_check.pl builds such an extension.)
+-- test/t/171_write_after_check.pl builds such an extension.)
 \set VERBOSITY default
 
 --
