@@ -28,7 +28,9 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		build-essential postgresql-15 postgresql-server-dev-15 \
 		postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
-		libipc-run-perl libpq-dev >/dev/null
+		libipc-run-perl libpq-dev pgbouncer \
+		python3-psycopg python3-psycopg-pool \
+		golang-go golang-github-jackc-pgx-v4-dev >/dev/null
 fi
 id "$TEST_USER" >/dev/null 2>&1 || useradd -m "$TEST_USER"
 
