@@ -66,8 +66,12 @@ try:
     while args.rows == 0 or seq < args.rows:
         seq += 1
         if time.monotonic() >= next_renew:  # keep the tenure alive on its own session
-            if not control.execute("SELECT tenure.renew(%s, %s)", [args.lease, args.holder]).fetchone()[0]:
-                say(f"lost the lease epoch={epoch}: renew returned false")
+            try:
+                renewed = control.execute("SELECT tenure.renew(%s, %s)", [args.lease, args.holder]).fetchone()[0]
+            except psycopg.Error as err:  # the session, and the tenure with it, may be gone
+                renewed = err
+            if renewed is not True:
+                say(f"lost the lease epoch={epoch}: renew returned {renewed}")
                 sys.exit(4)
             next_renew = time.monotonic() + renew_every
         try:
