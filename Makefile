@@ -29,7 +29,9 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso \
-	examples/singleton_job examples/singleton_writer
+	examples/singleton_job examples/singleton_writer \
+	examples/go/singleton_job/singleton_job \
+	examples/go/singleton_writer/singleton_writer examples/go/.gocache
 
 # the libpq example clients, used by the demo and the tests
 all: examples

@@ -29,7 +29,9 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR \
 		postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl \
-		libipc-run-perl libpq-dev >/dev/null
+		libipc-run-perl libpq-dev pgbouncer \
+		python3-psycopg python3-psycopg-pool \
+		golang-go golang-github-jackc-pgx-v4-dev >/dev/null
 fi
 # (TENURE_APT_ONLY=1: install the packages and stop)
 [ -z "${TENURE_APT_ONLY:-}" ] || exit 0
