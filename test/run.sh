@@ -43,7 +43,7 @@ cd "$work"
 as_user() { runuser -u "$TEST_USER" -- "$@"; }
 
 as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no clean >/dev/null
-as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no EXTRA_CFLAGS=-DUSE_ASSERT_CHECKING all
+as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no TENURE_WERROR=-Werror EXTRA_CFLAGS=-DUSE_ASSERT_CHECKING all examples
 [ -n "${TENURE_SKIP_INSTALL:-}" ] || make -s PG_CONFIG=$PG_CONFIG with_llvm=no install >/dev/null
 
 stop_leftovers() {
