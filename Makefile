@@ -39,3 +39,13 @@ examples:
 
 # every object sees the shared structs
 $(OBJS): src/pg_tenure.h src/compat.h
+
+# the release archive: "make dist" writes pg_tenure-<version>.tar.gz, the
+# committed tree at HEAD under pg_tenure-<version>/ (files marked
+# export-ignore in .gitattributes left out); the version is the control
+# file's default_version
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
+DIST_ARCHIVE ?= $(EXTENSION)-$(EXTVERSION).tar.gz
+.PHONY: dist
+dist:
+	git archive --format=tar.gz --prefix=$(EXTENSION)-$(EXTVERSION)/ -o $(DIST_ARCHIVE) HEAD

@@ -32,8 +32,10 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 fi
 id "$TEST_USER" >/dev/null 2>&1 || useradd -m "$TEST_USER"
 
-# the PGXN metadata agrees with the spec and with the tree
+# the PGXN metadata agrees with the spec and with the tree;
 perl "$src/test/meta_check.pl" "$src"
+# the release archive (make dist, from HEAD) holds what a user needs and builds
+PG_CONFIG=$PG_CONFIG bash "$src/test/dist_check.sh"
 
 # a private copy the test user owns (the checkout may sit under /root)
 work=$(mktemp -d /tmp/pg_tenure-test.XXXXXX)
