@@ -3,7 +3,7 @@
 # Check the release archive that "make dist" builds from HEAD: one top
 # directory pg_tenure-<version>/, everything a user needs to build, install
 # and test pg_tenure (Makefile, control file, install and upgrade scripts,
-# src/, the regression suite, LICENSE, README.md, META.json), none
+# src/, the regression suite, LICENSE, README.md, META.json, debian/), none
 # of the files marked export-ignore, and that it builds from the unpacked
 # archive alone, without git and without -Werror.
 #
@@ -33,7 +33,8 @@ fi
 
 # what a user needs: the build, the extension's files, its documentation
 # and license, the tests, the packaging
-need="Makefile pg_tenure.control LICENSE README.md META.json"
+need="Makefile pg_tenure.control LICENSE README.md META.json
+	debian/control debian/rules debian/changelog"
 need="$need $(git ls-files 'pg_tenure--*.sql' 'src/*' 'sql/*' 'expected/*' 'test/*')"
 for f in $need; do
 	grep -q -x -F "$top/$f" "$tmp/list" || problem "missing $f"
