@@ -3,11 +3,14 @@
 EXTENSION = pg_tenure
 MODULE_big = pg_tenure
 OBJS = src/tenure.o src/state.o src/txn.o src/keeper.o src/lease.o src/durable.o src/fence.o src/observe.o
-DATA = pg_tenure--0.1.sql
+# the install script of every version and the upgrade scripts between them
+DATA = $(wildcard pg_tenure--*.sql)
 PGFILEDESC = "pg_tenure - leases, leader election and fencing epochs"
 
 PG_CPPFLAGS = -Isrc
-PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror $(EXTRA_CFLAGS)
+# warnings are errors only where asked (test/run.sh passes TENURE_WERROR=-Werror);
+# packagers and users building on a newer compiler get warnings, not failures
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers $(TENURE_WERROR) $(EXTRA_CFLAGS)
 
 TENURE_CONF = $(CURDIR)/test/tenure.conf
 # epochs differ from run to run: outputs show their ranks (see the script)
@@ -33,11 +36,21 @@ EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso \
 	examples/go/singleton_job/singleton_job \
 	examples/go/singleton_writer/singleton_writer examples/go/.gocache
 
-# the libpq example clients, used by the demo and the tests
-all: examples
+# the libpq example clients, used by the demo and the tests; not part of
+# "all", so that building and installing the extension needs no libpq headers
 .PHONY: examples
 examples:
 	$(MAKE) -C examples PG_CONFIG=$(PG_CONFIG)
 
 # every object sees the shared structs
 $(OBJS): src/pg_tenure.h src/compat.h
+
+# the release archive: "make dist" writes pg_tenure-<version>.tar.gz, the
+# committed tree at HEAD under pg_tenure-<version>/ (files marked
+# export-ignore in .gitattributes left out); the version is the control
+# file's default_version
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
+DIST_ARCHIVE ?= $(EXTENSION)-$(EXTVERSION).tar.gz
+.PHONY: dist
+dist:
+	git archive --format=tar.gz --prefix=$(EXTENSION)-$(EXTVERSION)/ -o $(DIST_ARCHIVE) HEAD

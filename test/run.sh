@@ -37,6 +37,16 @@ fi
 [ -z "${TENURE_APT_ONLY:-}" ] || exit 0
 id "$TEST_USER" >/dev/null 2>&1 || useradd -m "$TEST_USER"
 
+# the PGXN metadata agrees with the spec and with the tree;
+perl "$src/test/meta_check.pl" "$src"
+# the release archive (make dist, from HEAD) holds what a user needs and
+# builds; a copy without git history (the chroots' copies) has no HEAD
+if git -C "$src" rev-parse -q --verify HEAD >/dev/null 2>&1; then
+	PG_CONFIG=$PG_CONFIG bash "$src/test/dist_check.sh"
+else
+	echo "dist_check: skipped, $src is not a git checkout"
+fi
+
 # a private copy the test user owns (the checkout may sit under /root)
 work=$(mktemp -d /tmp/pg_tenure-test.XXXXXX)
 cp -a "$src"/. "$work"/
@@ -48,7 +58,7 @@ cd "$work"
 as_user() { runuser -u "$TEST_USER" -- "$@"; }
 
 as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no clean >/dev/null
-as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no EXTRA_CFLAGS=-DUSE_ASSERT_CHECKING all
+as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no TENURE_WERROR=-Werror EXTRA_CFLAGS=-DUSE_ASSERT_CHECKING all examples
 [ -n "${TENURE_SKIP_INSTALL:-}" ] || make -s PG_CONFIG=$PG_CONFIG with_llvm=no install >/dev/null
 
 stop_leftovers() {
