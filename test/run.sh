@@ -29,6 +29,12 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 		build-essential postgresql-15 postgresql-server-dev-15 \
 		postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
 		libipc-run-perl libpq-dev >/dev/null
+	# pg_auto_failover for the HA manager test (190_auto_failover.pl);
+	# Debian 12 ships it for PostgreSQL 15 only
+	if [ "$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')" = 15 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			postgresql-15-auto-failover pg-auto-failover-cli >/dev/null
+	fi
 fi
 id "$TEST_USER" >/dev/null 2>&1 || useradd -m "$TEST_USER"
 
