@@ -32,6 +32,16 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 		libipc-run-perl libpq-dev pgbouncer \
 		python3-psycopg python3-psycopg-pool \
 		golang-go golang-github-jackc-pgx-v4-dev >/dev/null
+	# pg_auto_failover for the HA manager test (190_auto_failover.pl), where
+	# Debian ships it for this major (12: 15; 13: 17; unstable: 18)
+	if apt-cache show "postgresql-$PG_MAJOR-auto-failover" >/dev/null 2>&1; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			"postgresql-$PG_MAJOR-auto-failover" pg-auto-failover-cli >/dev/null
+	fi
+fi
+# where Debian ships pg_auto_failover for this major, its test must run
+if apt-cache show "postgresql-$PG_MAJOR-auto-failover" >/dev/null 2>&1; then
+	export TENURE_HA_EXPECTED=1
 fi
 # (TENURE_APT_ONLY=1: install the packages and stop)
 [ -z "${TENURE_APT_ONLY:-}" ] || exit 0
