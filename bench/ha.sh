@@ -13,7 +13,8 @@
 #
 # Environment: TRIALS (per kind, default 5), TTL_MS (the leases' ttl,
 # default 2000), RETRY_MS (clients' reconnection interval, default 100),
-# TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
+# RESULTS (the results' base name, default ha), TENURE_SKIP_APT,
+# TENURE_SKIP_INSTALL.
 #
 # Runs as root: installs what it needs, builds and installs pg_tenure, and
 # runs the cluster as the user "tenure".  PG_MAJOR picks the PostgreSQL
@@ -25,6 +26,7 @@ top=$(cd "$here/.." && pwd)
 . "$top/test/pg_major.sh"
 BENCH_USER=${BENCH_USER:-tenure}
 TRIALS=${TRIALS:-5}
+RESULTS=${RESULTS:-ha}
 out=$here/results
 smoke=
 if [ "${1:-}" = --smoke ]; then
@@ -101,7 +103,7 @@ report=$dir/ha.md
 	echo "# pg_tenure failover under pg_auto_failover"
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "- command: \`bash bench/ha.sh${smoke:+ --smoke}\` (TRIALS=$TRIALS TTL_MS=$TTL_MS RETRY_MS=$RETRY_MS), $elapsed s"
+	echo "- command: \`bash bench/ha.sh${smoke:+ --smoke}\` (TRIALS=$TRIALS TTL_MS=$TTL_MS RETRY_MS=$RETRY_MS RESULTS=$RESULTS), $elapsed s"
 	echo "- machine: $(nproc) cores, $cpu, $mem"
 	echo "- server: $pgver; $autoctl"
 	echo
@@ -110,6 +112,6 @@ report=$dir/ha.md
 cat "$report"
 if [ -z "$smoke" ]; then
 	mkdir -p "$out"
-	cp "$dir/ha.csv" "$out/ha.csv"
-	cp "$report" "$out/ha.md"
+	cp "$dir/ha.csv" "$out/$RESULTS.csv"
+	cp "$report" "$out/$RESULTS.md"
 fi
