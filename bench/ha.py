@@ -30,8 +30,8 @@ sent (one monotonic clock in this process), in milliseconds:
   monitor       the monitor reports it wait_primary or primary
   rw            the probe's first committed INSERT (unfenced) there
   command       `pg_autoctl perform failover` returns (switchover only)
-  <lease>_leader  a client first sees its new tenure active there
-                (await_active or leader_is true)
+  <lease>_leader  a client's new tenure there is active
+                (tenure.await_active returns true)
   <lease>_write   the first fenced write under the new epoch commits
 
 Safety, asserted in every trial (exit status 1 if violated): the first
