@@ -7,6 +7,8 @@
 #   bash test/chroot.sh 18 sid             # Debian unstable
 #   bash test/chroot.sh --bootstrap 17 trixie   # only create the chroot and
 #                                               # install the packages
+#   TENURE_TAP_SKIP="180_pgbouncer" bash test/chroot.sh 17 trixie
+#                                               # leave TAP tests out
 #
 # As root.  The chroot is created with debootstrap from Debian's mirror the
 # first time (under TENURE_CHROOT_BASE, default /var/tmp) and reused after
@@ -81,7 +83,8 @@ tar -C "$src" --exclude=.git --exclude='tmp_check*' --exclude=results \
 
 in_chroot() {
 	chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-		HOME=/root LANG=C.UTF-8 PG_MAJOR="$major" "$@"
+		HOME=/root LANG=C.UTF-8 PG_MAJOR="$major" \
+		TENURE_TAP_SKIP="${TENURE_TAP_SKIP:-}" "$@"
 }
 
 if [ -n "$bootstrap_only" ]; then

@@ -11,6 +11,8 @@
 #   bash test/run.sh                        # everything
 #   bash test/run.sh REGRESS=acquire ISOLATION= TAP_TESTS=   # one file
 #   PG_MAJOR=17 bash test/run.sh            # another major (test/pg_major.sh)
+#   TENURE_TAP_SKIP="180_pgbouncer 185_python_go" bash test/run.sh
+#                                           # every TAP test but those
 #
 # Exits non-zero on any failure, after printing the diffs and logs.
 set -euo pipefail
@@ -79,8 +81,21 @@ stop_leftovers() {
 }
 trap stop_leftovers EXIT
 
+# TENURE_TAP_SKIP: TAP tests (file names without .pl) to leave out
+tap_args=()
+if [ -n "${TENURE_TAP_SKIP:-}" ]; then
+	tap=
+	for t in test/t/*.pl; do
+		case " $TENURE_TAP_SKIP " in
+			*" $(basename "$t" .pl) "*) echo "run.sh: leaving out $t" ;;
+			*) tap="$tap $t" ;;
+		esac
+	done
+	tap_args=("PROVE_TESTS=${tap# }")
+fi
+
 status=0
-as_user make PG_CONFIG=$PG_CONFIG with_llvm=no installcheck "$@" || status=$?
+as_user make PG_CONFIG=$PG_CONFIG with_llvm=no installcheck "${tap_args[@]}" "$@" || status=$?
 
 if [ $status != 0 ]; then
 	echo "==== pg_tenure tests FAILED (work tree: $work)"
