@@ -32,47 +32,18 @@ suite=$2
 src=$(cd "$(dirname "$0")/.." && pwd)
 root=${TENURE_CHROOT_BASE:-/var/tmp}/pg_tenure-chroot-$suite
 mirror=${TENURE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-mounts=(proc sys dev dev/pts dev/shm)
 
 if [ "$(id -u)" != 0 ]; then
 	echo "chroot.sh: run as root" >&2
 	exit 2
 fi
 
-unmount_all() {
-	local i
-	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-		if mountpoint -q "$root/${mounts[i]}"; then
-			umount "$root/${mounts[i]}" 2>/dev/null || umount -l "$root/${mounts[i]}"
-		fi
-	done
-}
-trap unmount_all EXIT
+. "$src/test/chroot_lib.sh"
+trap 'tenure_chroot_unmount "$root"' EXIT
 
-# Create the chroot once; a marker says debootstrap finished.
-if [ ! -f "$root/.pg_tenure-ready" ]; then
-	command -v debootstrap >/dev/null || {
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-	}
-	unmount_all
-	rm -rf --one-file-system "$root"
-	echo "chroot.sh: debootstrap $suite into $root"
-	debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 || {
-		tail -n 40 "$root.debootstrap.log"
-		exit 1
-	}
-	# unstable's Release file may be past its Valid-Until
-	if [ "$suite" = sid ] || [ "$suite" = unstable ]; then
-		echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99pg-tenure"
-	fi
-	touch "$root/.pg_tenure-ready"
-fi
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-for m in "${mounts[@]}"; do
-	mkdir -p "$root/$m"
-	mountpoint -q "$root/$m" || mount --bind "/$m" "$root/$m"
-done
+# Create the chroot once, then reuse it.
+tenure_chroot_create "$root" "$suite" "$mirror"
+tenure_chroot_mount "$root"
 
 # a fresh copy of the checkout, without build or test leftovers
 rm -rf "$root/src/pg_tenure"

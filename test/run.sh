@@ -8,7 +8,8 @@
 # builds with assertions and -Werror, installs the extension, and runs the
 # tests as the unprivileged user "tenure" in a copy of the tree.
 #
-#   bash test/run.sh                        # everything
+#   bash test/run.sh                        # everything, with the upgrade
+#                                           # harness (test/upgrade.sh)
 #   bash test/run.sh REGRESS=acquire ISOLATION= TAP_TESTS=   # one file
 #   PG_MAJOR=17 bash test/run.sh            # another major (test/pg_major.sh)
 #   TENURE_TAP_SKIP="180_pgbouncer 185_python_go" bash test/run.sh
@@ -31,7 +32,7 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR \
 		postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl \
-		libipc-run-perl libpq-dev pgbouncer \
+		libipc-run-perl libpq-dev pgbouncer git \
 		python3-psycopg python3-psycopg-pool \
 		golang-go golang-github-jackc-pgx-v4-dev >/dev/null
 	# pg_auto_failover for the HA manager test (190_auto_failover.pl), where
@@ -72,6 +73,15 @@ as_user() { runuser -u "$TEST_USER" -- "$@"; }
 as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no clean >/dev/null
 as_user make -s PG_CONFIG=$PG_CONFIG with_llvm=no TENURE_WERROR=-Werror EXTRA_CFLAGS=-DUSE_ASSERT_CHECKING all examples
 [ -n "${TENURE_SKIP_INSTALL:-}" ] || make -s PG_CONFIG=$PG_CONFIG with_llvm=no install >/dev/null
+
+# ALTER EXTENSION pg_tenure UPDATE from every released version gives what
+# a fresh CREATE EXTENSION gives, and the harness that checks it fails a
+# broken upgrade script (test/upgrade.sh; it installs into a private tree,
+# not into PG_CONFIG's).  Only when running everything, not one test.
+if [ $# = 0 ]; then
+	TEST_USER=$TEST_USER bash "$src/test/upgrade.sh"
+	TEST_USER=$TEST_USER bash "$src/test/upgrade.sh" --self-test
+fi
 
 stop_leftovers() {
 	# a TAP test that dies can leave postmasters behind
