@@ -524,11 +524,29 @@ def summary(rows):
     return "\n".join(lines) + "\n"
 
 
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
 def cleanup():
     stop.set()
+    # Let each postmaster end its children before anything is killed: the
+    # monitor's health check worker outlives a SIGKILLed postmaster, and
+    # keeps its logger alive with it.
     for name in NODES + ("mon",):
         if name in runs:
+            try:
+                pm = postmaster_pid(name)
+            except (OSError, ValueError):
+                pm = None
             autoctl("stop", "--pgdata", os.path.join(work, name), "--immediate", check=False)
+            end = now() + 30
+            while pm and alive(pm) and now() < end:
+                time.sleep(0.1)
     for name, p in runs.items():
         try:
             os.killpg(p.pid, signal.SIGKILL)
@@ -538,9 +556,16 @@ def cleanup():
     for name in NODES + ("mon",):
         try:
             pm = postmaster_pid(name)
-            os.kill(pm, signal.SIGKILL)
         except (OSError, ValueError):
-            pass
+            continue
+        if not alive(pm):
+            continue
+        kids = subprocess.run(["pgrep", "-P", str(pm)], capture_output=True, text=True).stdout.split()
+        for pid in [pm] + [int(k) for k in kids]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def main():

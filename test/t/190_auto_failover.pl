@@ -37,10 +37,14 @@ if (!$autoctl)
 
 our $dir = PostgreSQL::Test::Utils::tempdir('ha');
 my $sock = PostgreSQL::Test::Utils::tempdir_short();
+# pg_autoctl's configuration, state and pid files all under the test's
+# directory (the pid files default to /tmp/pg_autoctl, which belongs to
+# whichever user ran pg_autoctl first on the machine)
 $ENV{XDG_CONFIG_HOME} = "$dir/xdgc";
 $ENV{XDG_DATA_HOME} = "$dir/xdgd";
+$ENV{XDG_RUNTIME_DIR} = "$dir/xdgr";
 $ENV{PGHOST} = $sock;
-mkdir $_ for "$dir/xdgc", "$dir/xdgd";
+mkdir $_ for "$dir/xdgc", "$dir/xdgd", "$dir/xdgr";
 my $log = $PostgreSQL::Test::Utils::log_path;
 my %port = map { $_ => PostgreSQL::Test::Cluster::get_free_port() } qw(mon n1 n2);
 my (%run, @children);
@@ -115,26 +119,46 @@ sub psql
 	return ($ok ? 1 : 0, $out, $err);
 }
 
+# the pid in a data directory's postmaster.pid, if any
+sub postmaster_of
+{
+	my ($name) = @_;
+	open my $f, '<', "$dir/$name/postmaster.pid" or return undef;
+	my $pm = <$f>;
+	chomp $pm if defined $pm;
+	return $pm && $pm =~ /^\d+$/ ? $pm : undef;
+}
+
 END
 {
 	my $rc = $?;
 	return unless defined $dir;
 	kill 'KILL', $_ for @children;
+	# Let each postmaster end its children before anything is killed: the
+	# monitor's health check worker outlives a SIGKILLed postmaster, and
+	# keeps its logger alive with it.
 	for my $name (qw(n1 n2 mon))
 	{
 		next unless -d "$dir/$name";
+		my $pm = postmaster_of($name);
 		system($autoctl, 'stop', '--pgdata', "$dir/$name", '--immediate') if $run{$name};
+		my $end = now() + 30;
+		select(undef, undef, undef, 0.1) while $pm && kill(0, $pm) && now() < $end;
+	}
+	for my $name (qw(n1 n2 mon))
+	{
+		next unless -d "$dir/$name";
 		if ($run{$name})
 		{
 			my $pid = $run{$name}{KIDS}[0]{PID};
 			kill 'KILL', -$pid if $pid;
 			eval { $run{$name}->finish };
 		}
-		if (open my $f, '<', "$dir/$name/postmaster.pid")
+		my $pm = postmaster_of($name);
+		if ($pm && kill 0, $pm)
 		{
-			my $pm = <$f>;
-			chomp $pm;
-			kill 'KILL', $pm if $pm && kill 0, $pm;
+			my @kids = split ' ', `pgrep -P $pm`;
+			kill 'KILL', $pm, @kids;
 		}
 	}
 	$? = $rc;
