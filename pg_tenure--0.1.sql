@@ -284,13 +284,14 @@ RETURNS event_trigger
 AS 'MODULE_PATHNAME', 'tenure_fence_ddl'
 LANGUAGE C;
 COMMENT ON FUNCTION tenure._fence_ddl() IS
-	'Event trigger: forgets fenced tables that are dropped, keeps partition and inheritance trees fenced whole by one lease, refuses fenced tables as logical replication targets';
+	'Event trigger: forgets fenced tables that are dropped, keeps partition and inheritance trees fenced whole by one lease, refuses fenced tables as logical replication targets, refuses to disable, replace or drop fence triggers';
 
 -- ENABLE ALWAYS: a session with session_replication_role = replica must
 -- not create, attach or subscribe tables past the fence, nor drop fenced
 -- tables without their being forgotten.  Every command that can create a
 -- table, add a partition or inheritance child, or add a table to a
--- subscription is listed.
+-- subscription is listed, and every command that can disable, replace,
+-- rename or drop a fence trigger.
 CREATE EVENT TRIGGER tenure_fence_drop ON sql_drop
 	EXECUTE FUNCTION tenure._fence_ddl();
 ALTER EVENT TRIGGER tenure_fence_drop ENABLE ALWAYS;
@@ -298,6 +299,7 @@ CREATE EVENT TRIGGER tenure_fence_children ON ddl_command_end
 	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE SCHEMA',
 				 'CREATE FOREIGN TABLE', 'ALTER FOREIGN TABLE',
 				 'CREATE TABLE AS', 'SELECT INTO', 'IMPORT FOREIGN SCHEMA',
-				 'CREATE SUBSCRIPTION', 'ALTER SUBSCRIPTION')
+				 'CREATE SUBSCRIPTION', 'ALTER SUBSCRIPTION',
+				 'CREATE TRIGGER', 'ALTER TRIGGER')
 	EXECUTE FUNCTION tenure._fence_ddl();
 ALTER EVENT TRIGGER tenure_fence_children ENABLE ALWAYS;

@@ -415,6 +415,77 @@ DROP TABLE mx_mi;
 SELECT tenure.unfence_table('mx_other');
 
 --
+-- 8. The fence triggers themselves.  Disabling one (as pg_restore
+-- --disable-triggers and bulk loaders do), enabling it for another
+-- replication role, replacing or renaming it would leave a table fenced in
+-- name and unchecked in fact: refused, for the table's owner too.
+-- Dropping one unfences its table, as unfence_table would, and says so.
+--
+CREATE ROLE mx_owner;
+CREATE TABLE mx_t (k int, v text);
+ALTER TABLE mx_t OWNER TO mx_owner;
+SELECT tenure.fence_table('mx_t', 'fence_matrix');
+SET ROLE mx_owner;
+SELECT s AS "as the table's owner", pg_temp.err(s) AS outcome
+  FROM unnest(ARRAY[
+	$$ALTER TABLE mx_t DISABLE TRIGGER tenure_fence$$,
+	$$ALTER TABLE mx_t DISABLE TRIGGER ALL$$,
+	$$ALTER TABLE mx_t DISABLE TRIGGER USER$$,
+	$$ALTER TABLE mx_t ENABLE TRIGGER ALL$$,
+	$$ALTER TABLE mx_t ENABLE REPLICA TRIGGER tenure_fence$$,
+	$$ALTER TABLE mx_t ENABLE ALWAYS TRIGGER tenure_fence_apply$$,
+	$$ALTER TABLE mx_t DISABLE TRIGGER tenure_fence_apply$$,
+	$$ALTER TRIGGER tenure_fence ON mx_t RENAME TO mx_gone$$,
+	$$CREATE OR REPLACE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON mx_t
+	  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger('fence_matrix_other')$$,
+	$$CREATE OR REPLACE TRIGGER tenure_fence BEFORE UPDATE OF v ON mx_t
+	  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger('fence_matrix')$$,
+	$$CREATE OR REPLACE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON mx_t
+	  FOR EACH STATEMENT WHEN (false) EXECUTE FUNCTION tenure.fence_trigger('fence_matrix')$$
+  ]) AS s;
+RESET ROLE;
+-- nor for a superuser, on the root or a partition of a tree
+SELECT s AS "as a superuser", pg_temp.err(s) AS outcome
+  FROM unnest(ARRAY[
+	$$ALTER TABLE mx_p DISABLE TRIGGER ALL$$,
+	$$ALTER TABLE mx_p1 DISABLE TRIGGER tenure_fence$$
+  ]) AS s;
+SET ROLE mx_owner;
+\set VERBOSITY sqlstate
+-- a refusal inside a savepoint cannot be kept either
+BEGIN;
+SAVEPOINT a;
+ALTER TABLE mx_t DISABLE TRIGGER ALL;
+ROLLBACK;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass ORDER BY tgname;
+-- so every write still needs the token
+INSERT INTO mx_t VALUES (1, 'no token');
+-- other DDL on the table goes on
+ALTER TABLE mx_t ADD COLUMN w int;
+-- dropping a fence trigger unfences the table
+\set VERBOSITY default
+DROP TRIGGER tenure_fence ON mx_t;
+\set VERBOSITY sqlstate
+RESET ROLE;
+SELECT count(*) AS mx_t_fenced FROM tenure.fenced WHERE tbl = 'mx_t'::regclass;
+DROP TRIGGER tenure_fence_apply ON mx_t;
+-- what a restore in one transaction (psql -1, pg_restore -1) does: the
+-- row of tenure.fenced, then each trigger, created and enabled as it was
+BEGIN;
+INSERT INTO tenure.fenced VALUES ('mx_t', 'fence_matrix');
+CREATE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON mx_t
+  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger('fence_matrix');
+ALTER TABLE mx_t ENABLE ALWAYS TRIGGER tenure_fence;
+CREATE TRIGGER tenure_fence_apply AFTER INSERT OR UPDATE OR DELETE ON mx_t
+  FOR EACH ROW EXECUTE FUNCTION tenure.fence_apply_trigger('fence_matrix');
+ALTER TABLE mx_t ENABLE REPLICA TRIGGER tenure_fence_apply;
+COMMIT;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass ORDER BY tgname;
+DROP TABLE mx_t;
+DROP ROLE mx_owner;
+\set VERBOSITY default
+
+--
 -- Unfencing the roots unfences the trees; dropping forgets them.
 --
 SELECT tenure.unfence_table('mx_p');

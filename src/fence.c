@@ -1559,12 +1559,129 @@ tenure_fence_ddl_subscriptions(void)
 }
 
 /*
+ * The fence triggers of every fenced table stay as tenure_fence_one()
+ * made them: a BEFORE ... FOR EACH STATEMENT trigger tenure_fence on
+ * INSERT, UPDATE, DELETE and TRUNCATE, enabled ALWAYS, and (on a table
+ * that holds rows) an AFTER ... FOR EACH ROW trigger tenure_fence_apply,
+ * enabled REPLICA, both with the table's lease as their one argument and
+ * neither with a column list or a WHEN condition.  Disabling one
+ * (ALTER TABLE ... DISABLE TRIGGER, as pg_restore --disable-triggers
+ * does), enabling it for other replication roles, replacing it (CREATE OR
+ * REPLACE TRIGGER) or renaming it would leave the table fenced in name
+ * while writes commit unchecked, so the command is refused.  Dropping one
+ * (dropped: DROP TRIGGER, as pg_restore --clean does before it drops the
+ * table) unfences the table, which its owner may do anyway with
+ * tenure.unfence_table(), and says so.  As for trees, only trigger rows
+ * this transaction changed are its business.  CREATE TRIGGER (creating) may
+ * leave a fence trigger enabled ORIGIN: restoring a dump creates the
+ * trigger, then enables it as it was.
+ */
+static void
+tenure_fence_ddl_triggers(bool dropped, bool creating)
+{
+	TenureSpi	spi;
+	char	   *table = NULL;
+	char	   *trigger = NULL;
+	char	   *lease = NULL;
+	uint64		i;
+
+	/* see the fences this event trigger itself just made */
+	CommandCounterIncrement();
+	tenure_spi_begin(&spi);
+	if (dropped)
+	{
+		/* a dropped fence trigger unfences its table, as unfence_table would */
+		tenure_spi_exec("DELETE FROM tenure.fenced f"
+						" USING pg_catalog.pg_event_trigger_dropped_objects() d,"
+						"  pg_catalog.pg_namespace n, pg_catalog.pg_class c"
+						" WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass"
+						" AND d.address_names[3] OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
+						" AND n.nspname OPERATOR(pg_catalog.=) d.address_names[1]"
+						" AND c.relnamespace OPERATOR(pg_catalog.=) n.oid"
+						" AND c.relname OPERATOR(pg_catalog.=) d.address_names[2]"
+						" AND f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) c.oid"
+						" RETURNING f.tbl::pg_catalog.text, d.address_names[3], f.lease",
+						"", NULL, NULL, SPI_OK_DELETE_RETURNING);
+		for (i = 0; i < SPI_processed; i++)
+			ereport(NOTICE,
+					(errmsg("table %s is no longer fenced by lease \"%s\"",
+							SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+							SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3)),
+					 errdetail("Its fence trigger \"%s\" was dropped.",
+							   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2))));
+		tenure_spi_end(&spi);
+		return;
+	}
+
+	/*
+	 * Every trigger on a fenced table that bears a fence trigger's name or
+	 * function, and whether it has the right shape (tgtype 62: BEFORE
+	 * INSERT, DELETE, UPDATE and TRUNCATE, per statement; 29: AFTER INSERT,
+	 * DELETE and UPDATE, per row).
+	 */
+	tenure_fence_query("SELECT f.tbl::pg_catalog.text, t.tgname, f.lease, t.xmin, t.tgenabled,"
+					   "  t.tgnargs OPERATOR(pg_catalog.=) 1"
+					   "  AND t.tgargs OPERATOR(pg_catalog.=) (pg_catalog.convert_to(f.lease,"
+					   "   pg_catalog.getdatabaseencoding()) OPERATOR(pg_catalog.||) '\\x00'::pg_catalog.bytea)"
+					   "  AND t.tgqual IS NULL"
+					   "  AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0"
+					   "  AND ((t.tgname OPERATOR(pg_catalog.=) 'tenure_fence'"
+					   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
+					   "    AND t.tgtype OPERATOR(pg_catalog.=) 62)"
+					   "   OR (t.tgname OPERATOR(pg_catalog.=) 'tenure_fence_apply'"
+					   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
+					   "    AND t.tgtype OPERATOR(pg_catalog.=) 29))"
+					   " FROM tenure.fenced f JOIN pg_catalog.pg_trigger t"
+					   "  ON t.tgrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
+					   " WHERE t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
+					   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
+					   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc",
+					   0, NULL);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		char	   *name = SPI_getvalue(tup, desc, 2);
+		char		enabled = DatumGetChar(SPI_getbinval(tup, desc, 5, &isnull));
+		bool		shape = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+		char		expect = strcmp(name, "tenure_fence") == 0 ?
+			TRIGGER_FIRES_ALWAYS : TRIGGER_FIRES_ON_REPLICA;
+
+		if (!tenure_xmin_current(tup, desc, 4))
+			continue;
+
+		/*
+		 * A trigger is created enabled ORIGIN; pg_restore enables it ALWAYS
+		 * or REPLICA with its next command.
+		 */
+		if (shape && (enabled == expect ||
+					  (creating && enabled == TRIGGER_FIRES_ON_ORIGIN)))
+			continue;
+		table = SPI_getvalue(tup, desc, 1);
+		trigger = SPI_getvalue(tup, desc, 2);
+		lease = SPI_getvalue(tup, desc, 3);
+		break;
+	}
+	tenure_spi_end(&spi);
+
+	if (table == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot change trigger \"%s\" of table %s, which is fenced by lease \"%s\"",
+					trigger, table, lease),
+			 errdetail("Writes to a fenced table are checked by its fence triggers; disabled, replaced or renamed, they would let writes commit unchecked."),
+			 errhint("Unfence the table with tenure.unfence_table() first.")));
+}
+
+/*
  * Event trigger tenure._fence_ddl(), on sql_drop, and on ddl_command_end of
  * every command that can create a table, attach or inherit one, or add a
  * table to a subscription (the install script lists them): forget dropped
  * tables; keep every partition and inheritance tree fenced whole, by one
  * lease, or refuse the command; refuse a fenced table as a logical
- * replication target.
+ * replication target; refuse to disable, replace or drop a fence trigger.
  *
  * It does not ask pg_event_trigger_ddl_commands() what the command touched
  * (CREATE SCHEMA does not report the tables it creates): it looks at every
@@ -1602,11 +1719,14 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 						" AND d.objid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid",
 						"", NULL, NULL, SPI_OK_DELETE);
 		tenure_spi_end(&spi);
+		tenure_fence_ddl_triggers(true, false);
 		PG_RETURN_NULL();
 	}
 
 	tenure_fence_ddl_trees();
 	tenure_fence_ddl_subscriptions();
+	tenure_fence_ddl_triggers(false,
+							  trigdata->tag == CMDTAG_CREATE_TRIGGER);
 	PG_RETURN_NULL();
 }
 
