@@ -418,8 +418,10 @@ SELECT tenure.unfence_table('mx_other');
 -- 8. The fence triggers themselves.  Disabling one (as pg_restore
 -- --disable-triggers and bulk loaders do), enabling it for another
 -- replication role, replacing or renaming it would leave a table fenced in
--- name and unchecked in fact: refused, for the table's owner too.
--- Dropping one unfences its table, as unfence_table would, and says so.
+-- name and unchecked in fact: refused, for the table's owner and for
+-- superusers.  A trigger created again (as a restore does) is enabled as
+-- it must be.  Dropping one unfences a table fenced on its own, as
+-- unfence_table would, and says so; in a tree it is refused.
 --
 CREATE ROLE mx_owner;
 CREATE TABLE mx_t (k int, v text);
@@ -443,13 +445,29 @@ SELECT s AS "as the table's owner", pg_temp.err(s) AS outcome
 	$$CREATE OR REPLACE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON mx_t
 	  FOR EACH STATEMENT WHEN (false) EXECUTE FUNCTION tenure.fence_trigger('fence_matrix')$$
   ]) AS s;
+-- replaced by the same triggers, they are enabled as before, not ORIGIN
+CREATE OR REPLACE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON mx_t
+  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger('fence_matrix');
+CREATE OR REPLACE TRIGGER tenure_fence_apply AFTER INSERT OR UPDATE OR DELETE ON mx_t
+  FOR EACH ROW EXECUTE FUNCTION tenure.fence_apply_trigger('fence_matrix');
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass ORDER BY tgname;
 RESET ROLE;
--- nor for a superuser, on the root or a partition of a tree
+-- nor for a superuser, on the root or a partition of a tree; and a fence
+-- trigger of a tree is not dropped table by table
 SELECT s AS "as a superuser", pg_temp.err(s) AS outcome
   FROM unnest(ARRAY[
 	$$ALTER TABLE mx_p DISABLE TRIGGER ALL$$,
-	$$ALTER TABLE mx_p1 DISABLE TRIGGER tenure_fence$$
+	$$ALTER TABLE mx_p1 DISABLE TRIGGER tenure_fence$$,
+	$$DROP TRIGGER tenure_fence ON mx_p1$$,
+	$$DROP TRIGGER tenure_fence_apply ON mx_p1$$,
+	$$DROP TRIGGER tenure_fence ON mx_p$$
   ]) AS s;
+-- whatever standard_conforming_strings says
+SET standard_conforming_strings = off;
+CREATE TABLE mx_scs (k int);
+SELECT pg_temp.err($$ALTER TABLE mx_t DISABLE TRIGGER ALL$$) ~ '^0A000' AS refused;
+DROP TABLE mx_scs;
+RESET standard_conforming_strings;
 SET ROLE mx_owner;
 \set VERBOSITY sqlstate
 -- a refusal inside a savepoint cannot be kept either
@@ -462,13 +480,20 @@ SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass ORDER 
 INSERT INTO mx_t VALUES (1, 'no token');
 -- other DDL on the table goes on
 ALTER TABLE mx_t ADD COLUMN w int;
--- dropping a fence trigger unfences the table
+-- dropping a fence trigger unfences the table, both triggers gone
 \set VERBOSITY default
-DROP TRIGGER tenure_fence ON mx_t;
+DROP TRIGGER tenure_fence_apply ON mx_t;
 \set VERBOSITY sqlstate
 RESET ROLE;
-SELECT count(*) AS mx_t_fenced FROM tenure.fenced WHERE tbl = 'mx_t'::regclass;
-DROP TRIGGER tenure_fence_apply ON mx_t;
+SELECT (SELECT count(*) FROM tenure.fenced WHERE tbl = 'mx_t'::regclass) AS mx_t_fenced,
+	   (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass) AS mx_t_triggers;
+-- a fence trigger left without its row (a post-data restore alone) is
+-- replaced when the table is fenced again
+CREATE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON mx_t
+  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger('fence_matrix');
+SELECT tenure.fence_table('mx_t', 'fence_matrix');
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass ORDER BY tgname;
+SELECT tenure.unfence_table('mx_t');
 -- what a restore in one transaction (psql -1, pg_restore -1) does: the
 -- row of tenure.fenced, then each trigger, created and enabled as it was
 BEGIN;
@@ -481,6 +506,7 @@ CREATE TRIGGER tenure_fence_apply AFTER INSERT OR UPDATE OR DELETE ON mx_t
 ALTER TABLE mx_t ENABLE REPLICA TRIGGER tenure_fence_apply;
 COMMIT;
 SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass ORDER BY tgname;
+INSERT INTO mx_t VALUES (1, 'no token');
 DROP TABLE mx_t;
 DROP ROLE mx_owner;
 \set VERBOSITY default

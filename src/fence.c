@@ -977,6 +977,33 @@ tenure_fence_utility(const char *sql)
 }
 
 /*
+ * The fence triggers table relid has now, as quoted names in cxt.  Inside
+ * an SPI session.
+ */
+static List *
+tenure_fence_triggers_of(Oid relid, MemoryContext cxt)
+{
+	Datum		args[1];
+	List	   *names = NIL;
+	uint64		i;
+
+	args[0] = ObjectIdGetDatum(relid);
+	tenure_fence_query("SELECT pg_catalog.quote_ident(tgname) FROM pg_catalog.pg_trigger"
+					   " WHERE tgrelid OPERATOR(pg_catalog.=) $1"
+					   " AND tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')",
+					   1, args);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		names = lappend(names, pstrdup(name));
+		MemoryContextSwitchTo(old);
+	}
+	return names;
+}
+
+/*
  * Fence one table: record it, then create its triggers as the current user
  * (who must be allowed to create triggers on it):
  *
@@ -995,20 +1022,34 @@ tenure_fence_utility(const char *sql)
 static void
 tenure_fence_one(Oid relid, const char *lease)
 {
+	MemoryContext cxt = CurrentMemoryContext;
 	TenureSpi	spi;
 	Datum		args[2];
 	char	   *qualified;
 	StringInfoData sql;
+	List	   *left;
+	ListCell   *lc;
 
 	tenure_spi_begin(&spi);
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = CStringGetTextDatum(lease);
 	tenure_spi_exec("INSERT INTO tenure.fenced (tbl, lease) VALUES ($1::pg_catalog.regclass, $2)",
 					"ot", args, NULL, SPI_OK_INSERT);
+	/*
+	 * Fence triggers left without their row of tenure.fenced (restored in
+	 * the post-data section alone, say) are replaced.
+	 */
+	left = tenure_fence_triggers_of(relid, cxt);
 	tenure_spi_end(&spi);
 
 	qualified = tenure_rel_qualified(relid);
 	initStringInfo(&sql);
+	foreach(lc, left)
+	{
+		appendStringInfo(&sql, "DROP TRIGGER %s ON %s", (char *) lfirst(lc), qualified);
+		tenure_fence_utility(sql.data);
+		resetStringInfo(&sql);
+	}
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
 					 " FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger(%s)",
@@ -1037,25 +1078,28 @@ tenure_fence_one(Oid relid, const char *lease)
 static void
 tenure_unfence_one(Oid relid)
 {
+	MemoryContext cxt = CurrentMemoryContext;
 	TenureSpi	spi;
 	Datum		args[1];
 	StringInfoData sql;
 	char	   *qualified = tenure_rel_qualified(relid);
+	List	   *triggers;
+	ListCell   *lc;
 
 	tenure_spi_begin(&spi);
 	args[0] = ObjectIdGetDatum(relid);
 	tenure_spi_exec("DELETE FROM tenure.fenced WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 					"o", args, NULL, SPI_OK_DELETE);
+	triggers = tenure_fence_triggers_of(relid, cxt);
 	tenure_spi_end(&spi);
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "DROP TRIGGER IF EXISTS tenure_fence ON %s", qualified);
-	tenure_fence_utility(sql.data);
-	if (get_rel_relkind(relid) != RELKIND_RELATION)
-		return;
-	resetStringInfo(&sql);
-	appendStringInfo(&sql, "DROP TRIGGER IF EXISTS tenure_fence_apply ON %s", qualified);
-	tenure_fence_utility(sql.data);
+	foreach(lc, triggers)
+	{
+		appendStringInfo(&sql, "DROP TRIGGER %s ON %s", (char *) lfirst(lc), qualified);
+		tenure_fence_utility(sql.data);
+		resetStringInfo(&sql);
+	}
 }
 
 /*
@@ -1564,25 +1608,36 @@ tenure_fence_ddl_subscriptions(void)
  * INSERT, UPDATE, DELETE and TRUNCATE, enabled ALWAYS, and (on a table
  * that holds rows) an AFTER ... FOR EACH ROW trigger tenure_fence_apply,
  * enabled REPLICA, both with the table's lease as their one argument and
- * neither with a column list or a WHEN condition.  Disabling one
- * (ALTER TABLE ... DISABLE TRIGGER, as pg_restore --disable-triggers
- * does), enabling it for other replication roles, replacing it (CREATE OR
- * REPLACE TRIGGER) or renaming it would leave the table fenced in name
- * while writes commit unchecked, so the command is refused.  Dropping one
- * (dropped: DROP TRIGGER, as pg_restore --clean does before it drops the
- * table) unfences the table, which its owner may do anyway with
- * tenure.unfence_table(), and says so.  As for trees, only trigger rows
- * this transaction changed are its business.  CREATE TRIGGER (creating) may
- * leave a fence trigger enabled ORIGIN: restoring a dump creates the
- * trigger, then enables it as it was.
+ * neither with a column list or a WHEN condition.
+ *
+ * - Disabling one (ALTER TABLE ... DISABLE TRIGGER, as pg_restore
+ *   --disable-triggers does), enabling it for other replication roles,
+ *   replacing it with another shape or renaming it would leave the table
+ *   fenced in name while writes commit unchecked: refused.
+ * - CREATE [OR REPLACE] TRIGGER (creating) makes a trigger enabled ORIGIN;
+ *   one of the right shape is enabled as it must be at once (a restore
+ *   does the same with its next command).
+ * - Dropping one (dropped: DROP TRIGGER, as pg_restore --clean does before
+ *   it drops the table) unfences a table fenced on its own, as
+ *   unfence_table would, dropping its other fence trigger too.  In a tree
+ *   it is refused: unfencing is done from the root, for the whole tree.
+ *
+ * As for trees, only trigger rows this transaction changed are its
+ * business.
  */
 static void
 tenure_fence_ddl_triggers(bool dropped, bool creating)
 {
+	MemoryContext cxt = CurrentMemoryContext;
 	TenureSpi	spi;
 	char	   *table = NULL;
 	char	   *trigger = NULL;
 	char	   *lease = NULL;
+	List	   *enable = NIL;
+	List	   *unfence = NIL;
+	List	   *unfence_leases = NIL;
+	ListCell   *lc;
+	ListCell   *lc2;
 	uint64		i;
 
 	/* see the fences this event trigger itself just made */
@@ -1590,89 +1645,142 @@ tenure_fence_ddl_triggers(bool dropped, bool creating)
 	tenure_spi_begin(&spi);
 	if (dropped)
 	{
-		/* a dropped fence trigger unfences its table, as unfence_table would */
-		tenure_spi_exec("DELETE FROM tenure.fenced f"
-						" USING pg_catalog.pg_event_trigger_dropped_objects() d,"
-						"  pg_catalog.pg_namespace n, pg_catalog.pg_class c"
-						" WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass"
-						" AND d.address_names[3] OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
-						" AND n.nspname OPERATOR(pg_catalog.=) d.address_names[1]"
-						" AND c.relnamespace OPERATOR(pg_catalog.=) n.oid"
-						" AND c.relname OPERATOR(pg_catalog.=) d.address_names[2]"
-						" AND f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) c.oid"
-						" RETURNING f.tbl::pg_catalog.text, d.address_names[3], f.lease",
-						"", NULL, NULL, SPI_OK_DELETE_RETURNING);
-		for (i = 0; i < SPI_processed; i++)
-			ereport(NOTICE,
-					(errmsg("table %s is no longer fenced by lease \"%s\"",
-							SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
-							SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3)),
-					 errdetail("Its fence trigger \"%s\" was dropped.",
-							   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2))));
-		tenure_spi_end(&spi);
-		return;
+		/*
+		 * Fence triggers dropped from tables that are still fenced, with
+		 * whether the table is part of a tree.  (pg_temp in an address
+		 * names the session's temporary schema.)
+		 */
+		tenure_fence_query("SELECT f.tbl::pg_catalog.text, d.address_names[3], f.lease,"
+						   "  f.tbl::pg_catalog.oid,"
+						   "  EXISTS (SELECT FROM pg_catalog.pg_inherits i"
+						   "   WHERE i.inhrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
+						   "   OR i.inhparent OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid)"
+						   " FROM pg_catalog.pg_event_trigger_dropped_objects() d"
+						   " JOIN tenure.fenced f ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=)"
+						   "  pg_catalog.to_regclass(pg_catalog.format('%I.%I',"
+						   "   d.address_names[1], d.address_names[2]))::pg_catalog.oid"
+						   " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass"
+						   " AND d.address_names[3] OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')",
+						   0, NULL);
 	}
-
-	/*
-	 * Every trigger on a fenced table that bears a fence trigger's name or
-	 * function, and whether it has the right shape (tgtype 62: BEFORE
-	 * INSERT, DELETE, UPDATE and TRUNCATE, per statement; 29: AFTER INSERT,
-	 * DELETE and UPDATE, per row).
-	 */
-	tenure_fence_query("SELECT f.tbl::pg_catalog.text, t.tgname, f.lease, t.xmin, t.tgenabled,"
-					   "  t.tgnargs OPERATOR(pg_catalog.=) 1"
-					   "  AND t.tgargs OPERATOR(pg_catalog.=) (pg_catalog.convert_to(f.lease,"
-					   "   pg_catalog.getdatabaseencoding()) OPERATOR(pg_catalog.||) '\\x00'::pg_catalog.bytea)"
-					   "  AND t.tgqual IS NULL"
-					   "  AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0"
-					   "  AND ((t.tgname OPERATOR(pg_catalog.=) 'tenure_fence'"
-					   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
-					   "    AND t.tgtype OPERATOR(pg_catalog.=) 62)"
-					   "   OR (t.tgname OPERATOR(pg_catalog.=) 'tenure_fence_apply'"
-					   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
-					   "    AND t.tgtype OPERATOR(pg_catalog.=) 29))"
-					   " FROM tenure.fenced f JOIN pg_catalog.pg_trigger t"
-					   "  ON t.tgrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
-					   " WHERE t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
-					   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
-					   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc",
-					   0, NULL);
+	else
+	{
+		/*
+		 * Every trigger on a fenced table that bears a fence trigger's name
+		 * or function, and whether it has the right shape (tgtype 62:
+		 * BEFORE INSERT, DELETE, UPDATE and TRUNCATE, per statement; 29:
+		 * AFTER INSERT, DELETE and UPDATE, per row).
+		 */
+		tenure_fence_query("SELECT f.tbl::pg_catalog.text, t.tgname, f.lease, t.xmin, t.tgenabled,"
+						   "  t.tgnargs OPERATOR(pg_catalog.=) 1"
+						   "  AND t.tgargs OPERATOR(pg_catalog.=) (pg_catalog.convert_to(f.lease,"
+						   "   pg_catalog.getdatabaseencoding()) OPERATOR(pg_catalog.||)"
+						   "   pg_catalog.decode('00', 'hex'))"
+						   "  AND t.tgqual IS NULL"
+						   "  AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0"
+						   "  AND ((t.tgname OPERATOR(pg_catalog.=) 'tenure_fence'"
+						   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
+						   "    AND t.tgtype OPERATOR(pg_catalog.=) 62)"
+						   "   OR (t.tgname OPERATOR(pg_catalog.=) 'tenure_fence_apply'"
+						   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
+						   "    AND t.tgtype OPERATOR(pg_catalog.=) 29)),"
+						   "  f.tbl::pg_catalog.oid"
+						   " FROM tenure.fenced f JOIN pg_catalog.pg_trigger t"
+						   "  ON t.tgrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
+						   " WHERE t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
+						   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
+						   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc",
+						   0, NULL);
+	}
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		char	   *name = SPI_getvalue(tup, desc, 2);
-		char		enabled = DatumGetChar(SPI_getbinval(tup, desc, 5, &isnull));
-		bool		shape = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
-		char		expect = strcmp(name, "tenure_fence") == 0 ?
-			TRIGGER_FIRES_ALWAYS : TRIGGER_FIRES_ON_REPLICA;
+		MemoryContext old;
 
-		if (!tenure_xmin_current(tup, desc, 4))
-			continue;
+		if (dropped)
+		{
+			bool		tree = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 
-		/*
-		 * A trigger is created enabled ORIGIN; pg_restore enables it ALWAYS
-		 * or REPLICA with its next command.
-		 */
-		if (shape && (enabled == expect ||
-					  (creating && enabled == TRIGGER_FIRES_ON_ORIGIN)))
-			continue;
-		table = SPI_getvalue(tup, desc, 1);
-		trigger = SPI_getvalue(tup, desc, 2);
-		lease = SPI_getvalue(tup, desc, 3);
+			if (!tree)
+			{
+				Oid			relid = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
+
+				old = MemoryContextSwitchTo(cxt);
+				if (!list_member_oid(unfence, relid))
+				{
+					unfence = lappend_oid(unfence, relid);
+					unfence_leases = lappend(unfence_leases,
+											 pstrdup(SPI_getvalue(tup, desc, 3)));
+				}
+				MemoryContextSwitchTo(old);
+				continue;
+			}
+		}
+		else
+		{
+			char		enabled = DatumGetChar(SPI_getbinval(tup, desc, 5, &isnull));
+			bool		shape = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+			char		expect = strcmp(name, "tenure_fence") == 0 ?
+				TRIGGER_FIRES_ALWAYS : TRIGGER_FIRES_ON_REPLICA;
+
+			if (!tenure_xmin_current(tup, desc, 4))
+				continue;
+			if (shape && enabled == expect)
+				continue;
+			if (shape && creating && enabled == TRIGGER_FIRES_ON_ORIGIN)
+			{
+				Oid			relid = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+
+				old = MemoryContextSwitchTo(cxt);
+				enable = lappend(enable,
+								 psprintf("ALTER TABLE %s ENABLE %s TRIGGER %s",
+										  tenure_rel_qualified(relid),
+										  expect == TRIGGER_FIRES_ALWAYS ? "ALWAYS" : "REPLICA",
+										  quote_identifier(name)));
+				MemoryContextSwitchTo(old);
+				continue;
+			}
+		}
+		/* in the caller's context: SPI's goes away with tenure_spi_end */
+		old = MemoryContextSwitchTo(cxt);
+		table = pstrdup(SPI_getvalue(tup, desc, 1));
+		trigger = pstrdup(name);
+		lease = pstrdup(SPI_getvalue(tup, desc, 3));
+		MemoryContextSwitchTo(old);
 		break;
 	}
 	tenure_spi_end(&spi);
 
-	if (table == NULL)
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot change trigger \"%s\" of table %s, which is fenced by lease \"%s\"",
-					trigger, table, lease),
-			 errdetail("Writes to a fenced table are checked by its fence triggers; disabled, replaced or renamed, they would let writes commit unchecked."),
-			 errhint("Unfence the table with tenure.unfence_table() first.")));
+	if (table != NULL && dropped)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot drop trigger \"%s\" of table %s, which is fenced by lease \"%s\" with its partition or inheritance tree",
+						trigger, table, lease),
+				 errdetail("Writes to a fenced table are checked by its fence triggers, and a tree is fenced whole."),
+				 errhint("Unfence the root of the tree with tenure.unfence_table() first.")));
+	if (table != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change trigger \"%s\" of table %s, which is fenced by lease \"%s\"",
+						trigger, table, lease),
+				 errdetail("Writes to a fenced table are checked by its fence triggers; disabled, replaced or renamed, they would let writes commit unchecked."),
+				 errhint("Unfence the table, or the root of its tree, with tenure.unfence_table() first.")));
+
+	foreach(lc, enable)
+		tenure_fence_utility((const char *) lfirst(lc));
+	forboth(lc, unfence, lc2, unfence_leases)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		tenure_unfence_one(relid);
+		ereport(NOTICE,
+				(errmsg("table %s is no longer fenced by lease \"%s\"",
+						tenure_rel_qualified(relid), (char *) lfirst(lc2)),
+				 errdetail("A fence trigger of the table was dropped.")));
+	}
 }
 
 /*
