@@ -480,20 +480,27 @@ SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass ORDER 
 INSERT INTO mx_t VALUES (1, 'no token');
 -- other DDL on the table goes on
 ALTER TABLE mx_t ADD COLUMN w int;
--- dropping a fence trigger unfences the table, both triggers gone
+-- dropping a fence trigger unfences the table; its other fence trigger
+-- still checks until it is dropped too, as pg_restore --clean does
 \set VERBOSITY default
 DROP TRIGGER tenure_fence_apply ON mx_t;
 \set VERBOSITY sqlstate
 RESET ROLE;
 SELECT (SELECT count(*) FROM tenure.fenced WHERE tbl = 'mx_t'::regclass) AS mx_t_fenced,
 	   (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass) AS mx_t_triggers;
--- a fence trigger left without its row (a post-data restore alone) is
--- replaced when the table is fenced again
-CREATE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON mx_t
-  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger('fence_matrix');
+INSERT INTO mx_t VALUES (1, 'no token');
+-- fencing it again replaces the trigger left behind
 SELECT tenure.fence_table('mx_t', 'fence_matrix');
 SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass ORDER BY tgname;
-SELECT tenure.unfence_table('mx_t');
+-- the two drops of pg_restore --clean, without IF EXISTS
+DROP TRIGGER tenure_fence ON mx_t;
+DROP TRIGGER tenure_fence_apply ON mx_t;
+SELECT (SELECT count(*) FROM tenure.fenced WHERE tbl = 'mx_t'::regclass) AS mx_t_fenced,
+	   (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'mx_t'::regclass) AS mx_t_triggers;
+-- a row trigger named like the apply trigger on a fenced partitioned
+-- table would be cloned into its partitions: refused
+SELECT pg_temp.err($$CREATE OR REPLACE TRIGGER tenure_fence_apply AFTER INSERT OR UPDATE OR DELETE ON mx_p
+  FOR EACH ROW EXECUTE FUNCTION tenure.fence_apply_trigger('fence_matrix')$$) ~ '^0A000' AS refused;
 -- what a restore in one transaction (psql -1, pg_restore -1) does: the
 -- row of tenure.fenced, then each trigger, created and enabled as it was
 BEGIN;

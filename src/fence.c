@@ -1619,8 +1619,9 @@ tenure_fence_ddl_subscriptions(void)
  *   does the same with its next command).
  * - Dropping one (dropped: DROP TRIGGER, as pg_restore --clean does before
  *   it drops the table) unfences a table fenced on its own, as
- *   unfence_table would, dropping its other fence trigger too.  In a tree
- *   it is refused: unfencing is done from the root, for the whole tree.
+ *   unfence_table would; its other fence trigger, if any, still checks
+ *   until it is dropped too.  In a tree it is refused: unfencing is done
+ *   from the root, for the whole tree.
  *
  * As for trees, only trigger rows this transaction changed are its
  * business.
@@ -1669,7 +1670,8 @@ tenure_fence_ddl_triggers(bool dropped, bool creating)
 		 * Every trigger on a fenced table that bears a fence trigger's name
 		 * or function, and whether it has the right shape (tgtype 62:
 		 * BEFORE INSERT, DELETE, UPDATE and TRUNCATE, per statement; 29:
-		 * AFTER INSERT, DELETE and UPDATE, per row).
+		 * AFTER INSERT, DELETE and UPDATE, per row, on a table that holds
+		 * rows; never a partition's clone of its parent's trigger).
 		 */
 		tenure_fence_query("SELECT f.tbl::pg_catalog.text, t.tgname, f.lease, t.xmin, t.tgenabled,"
 						   "  t.tgnargs OPERATOR(pg_catalog.=) 1"
@@ -1678,18 +1680,22 @@ tenure_fence_ddl_triggers(bool dropped, bool creating)
 						   "   pg_catalog.decode('00', 'hex'))"
 						   "  AND t.tgqual IS NULL"
 						   "  AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0"
+						   "  AND t.tgparentid OPERATOR(pg_catalog.=) 0"
 						   "  AND ((t.tgname OPERATOR(pg_catalog.=) 'tenure_fence'"
 						   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
 						   "    AND t.tgtype OPERATOR(pg_catalog.=) 62)"
 						   "   OR (t.tgname OPERATOR(pg_catalog.=) 'tenure_fence_apply'"
+						   "    AND c.relkind OPERATOR(pg_catalog.=) 'r'"
 						   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
 						   "    AND t.tgtype OPERATOR(pg_catalog.=) 29)),"
 						   "  f.tbl::pg_catalog.oid"
 						   " FROM tenure.fenced f JOIN pg_catalog.pg_trigger t"
 						   "  ON t.tgrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
+						   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid"
 						   " WHERE t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
 						   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
-						   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc",
+						   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
+						   " ORDER BY f.tbl::pg_catalog.oid, t.tgname",
 						   0, NULL);
 	}
 	for (i = 0; i < SPI_processed; i++)
@@ -1774,8 +1780,19 @@ tenure_fence_ddl_triggers(bool dropped, bool creating)
 	forboth(lc, unfence, lc2, unfence_leases)
 	{
 		Oid			relid = lfirst_oid(lc);
+		Datum		args[1];
 
-		tenure_unfence_one(relid);
+		/*
+		 * The row only: the table's other fence trigger stays until it is
+		 * dropped too (pg_restore --clean drops each by name, without IF
+		 * EXISTS unless asked) or the table is fenced again, which replaces
+		 * it.
+		 */
+		tenure_spi_begin(&spi);
+		args[0] = ObjectIdGetDatum(relid);
+		tenure_spi_exec("DELETE FROM tenure.fenced WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+						"o", args, NULL, SPI_OK_DELETE);
+		tenure_spi_end(&spi);
 		ereport(NOTICE,
 				(errmsg("table %s is no longer fenced by lease \"%s\"",
 						tenure_rel_qualified(relid), (char *) lfirst(lc2)),
