@@ -1004,6 +1004,34 @@ tenure_fence_triggers_of(Oid relid, MemoryContext cxt)
 }
 
 /*
+ * Forget that table relid is fenced.  Inside an SPI session.
+ */
+static void
+tenure_fence_forget(Oid relid)
+{
+	Datum		args[1];
+
+	args[0] = ObjectIdGetDatum(relid);
+	tenure_spi_exec("DELETE FROM tenure.fenced WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+					"o", args, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * Drop the triggers named (quoted) in names from table relid, as the
+ * current user.
+ */
+static void
+tenure_fence_drop_triggers(Oid relid, List *names)
+{
+	char	   *qualified = tenure_rel_qualified(relid);
+	ListCell   *lc;
+
+	foreach(lc, names)
+		tenure_fence_utility(psprintf("DROP TRIGGER %s ON %s",
+									  (char *) lfirst(lc), qualified));
+}
+
+/*
  * Fence one table: record it, then create its triggers as the current user
  * (who must be allowed to create triggers on it):
  *
@@ -1028,7 +1056,6 @@ tenure_fence_one(Oid relid, const char *lease)
 	char	   *qualified;
 	StringInfoData sql;
 	List	   *left;
-	ListCell   *lc;
 
 	tenure_spi_begin(&spi);
 	args[0] = ObjectIdGetDatum(relid);
@@ -1041,15 +1068,10 @@ tenure_fence_one(Oid relid, const char *lease)
 	 */
 	left = tenure_fence_triggers_of(relid, cxt);
 	tenure_spi_end(&spi);
+	tenure_fence_drop_triggers(relid, left);
 
 	qualified = tenure_rel_qualified(relid);
 	initStringInfo(&sql);
-	foreach(lc, left)
-	{
-		appendStringInfo(&sql, "DROP TRIGGER %s ON %s", (char *) lfirst(lc), qualified);
-		tenure_fence_utility(sql.data);
-		resetStringInfo(&sql);
-	}
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER tenure_fence BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s"
 					 " FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger(%s)",
@@ -1080,26 +1102,13 @@ tenure_unfence_one(Oid relid)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	TenureSpi	spi;
-	Datum		args[1];
-	StringInfoData sql;
-	char	   *qualified = tenure_rel_qualified(relid);
 	List	   *triggers;
-	ListCell   *lc;
 
 	tenure_spi_begin(&spi);
-	args[0] = ObjectIdGetDatum(relid);
-	tenure_spi_exec("DELETE FROM tenure.fenced WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-					"o", args, NULL, SPI_OK_DELETE);
+	tenure_fence_forget(relid);
 	triggers = tenure_fence_triggers_of(relid, cxt);
 	tenure_spi_end(&spi);
-
-	initStringInfo(&sql);
-	foreach(lc, triggers)
-	{
-		appendStringInfo(&sql, "DROP TRIGGER %s ON %s", (char *) lfirst(lc), qualified);
-		tenure_fence_utility(sql.data);
-		resetStringInfo(&sql);
-	}
+	tenure_fence_drop_triggers(relid, triggers);
 }
 
 /*
@@ -1617,17 +1626,12 @@ tenure_fence_ddl_subscriptions(void)
  * - CREATE [OR REPLACE] TRIGGER (creating) makes a trigger enabled ORIGIN;
  *   one of the right shape is enabled as it must be at once (a restore
  *   does the same with its next command).
- * - Dropping one (dropped: DROP TRIGGER, as pg_restore --clean does before
- *   it drops the table) unfences a table fenced on its own, as
- *   unfence_table would; its other fence trigger, if any, still checks
- *   until it is dropped too.  In a tree it is refused: unfencing is done
- *   from the root, for the whole tree.
  *
  * As for trees, only trigger rows this transaction changed are its
- * business.
+ * business.  Dropped fence triggers: tenure_fence_ddl_dropped_triggers().
  */
 static void
-tenure_fence_ddl_triggers(bool dropped, bool creating)
+tenure_fence_ddl_changed_triggers(bool creating)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	TenureSpi	spi;
@@ -1635,123 +1639,72 @@ tenure_fence_ddl_triggers(bool dropped, bool creating)
 	char	   *trigger = NULL;
 	char	   *lease = NULL;
 	List	   *enable = NIL;
-	List	   *unfence = NIL;
-	List	   *unfence_leases = NIL;
 	ListCell   *lc;
-	ListCell   *lc2;
 	uint64		i;
 
 	/* see the fences this event trigger itself just made */
 	CommandCounterIncrement();
 	tenure_spi_begin(&spi);
-	if (dropped)
-	{
-		/*
-		 * Fence triggers dropped from tables that are still fenced, with
-		 * whether the table is part of a tree.  (pg_temp in an address
-		 * names the session's temporary schema.)
-		 */
-		tenure_fence_query("SELECT f.tbl::pg_catalog.text, d.address_names[3], f.lease,"
-						   "  f.tbl::pg_catalog.oid,"
-						   "  EXISTS (SELECT FROM pg_catalog.pg_inherits i"
-						   "   WHERE i.inhrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
-						   "   OR i.inhparent OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid)"
-						   " FROM pg_catalog.pg_event_trigger_dropped_objects() d"
-						   " JOIN tenure.fenced f ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=)"
-						   "  pg_catalog.to_regclass(pg_catalog.format('%I.%I',"
-						   "   d.address_names[1], d.address_names[2]))::pg_catalog.oid"
-						   " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass"
-						   " AND d.address_names[3] OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')",
-						   0, NULL);
-	}
-	else
-	{
-		/*
-		 * Every trigger on a fenced table that bears a fence trigger's name
-		 * or function, and whether it has the right shape (tgtype 62:
-		 * BEFORE INSERT, DELETE, UPDATE and TRUNCATE, per statement; 29:
-		 * AFTER INSERT, DELETE and UPDATE, per row, on a table that holds
-		 * rows; never a partition's clone of its parent's trigger).
-		 */
-		tenure_fence_query("SELECT f.tbl::pg_catalog.text, t.tgname, f.lease, t.xmin, t.tgenabled,"
-						   "  t.tgnargs OPERATOR(pg_catalog.=) 1"
-						   "  AND t.tgargs OPERATOR(pg_catalog.=) (pg_catalog.convert_to(f.lease,"
-						   "   pg_catalog.getdatabaseencoding()) OPERATOR(pg_catalog.||)"
-						   "   pg_catalog.decode('00', 'hex'))"
-						   "  AND t.tgqual IS NULL"
-						   "  AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0"
-						   "  AND t.tgparentid OPERATOR(pg_catalog.=) 0"
-						   "  AND ((t.tgname OPERATOR(pg_catalog.=) 'tenure_fence'"
-						   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
-						   "    AND t.tgtype OPERATOR(pg_catalog.=) 62)"
-						   "   OR (t.tgname OPERATOR(pg_catalog.=) 'tenure_fence_apply'"
-						   "    AND c.relkind OPERATOR(pg_catalog.=) 'r'"
-						   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
-						   "    AND t.tgtype OPERATOR(pg_catalog.=) 29)),"
-						   "  f.tbl::pg_catalog.oid"
-						   " FROM tenure.fenced f JOIN pg_catalog.pg_trigger t"
-						   "  ON t.tgrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
-						   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid"
-						   " WHERE t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
-						   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
-						   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
-						   " ORDER BY f.tbl::pg_catalog.oid, t.tgname",
-						   0, NULL);
-	}
+
+	/*
+	 * Every trigger on a fenced table that bears a fence trigger's name or
+	 * function, and whether it has the right shape (tgtype 62: BEFORE
+	 * INSERT, DELETE, UPDATE and TRUNCATE, per statement; 29: AFTER INSERT,
+	 * DELETE and UPDATE, per row, on a table that holds rows; never a
+	 * partition's clone of its parent's trigger).
+	 */
+	tenure_fence_query("SELECT f.tbl::pg_catalog.text, t.tgname, f.lease, t.xmin, t.tgenabled,"
+					   "  t.tgnargs OPERATOR(pg_catalog.=) 1"
+					   "  AND t.tgargs OPERATOR(pg_catalog.=) (pg_catalog.convert_to(f.lease,"
+					   "   pg_catalog.getdatabaseencoding()) OPERATOR(pg_catalog.||)"
+					   "   pg_catalog.decode('00', 'hex'))"
+					   "  AND t.tgqual IS NULL"
+					   "  AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0"
+					   "  AND t.tgparentid OPERATOR(pg_catalog.=) 0"
+					   "  AND ((t.tgname OPERATOR(pg_catalog.=) 'tenure_fence'"
+					   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
+					   "    AND t.tgtype OPERATOR(pg_catalog.=) 62)"
+					   "   OR (t.tgname OPERATOR(pg_catalog.=) 'tenure_fence_apply'"
+					   "    AND c.relkind OPERATOR(pg_catalog.=) 'r'"
+					   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
+					   "    AND t.tgtype OPERATOR(pg_catalog.=) 29)),"
+					   "  f.tbl::pg_catalog.oid"
+					   " FROM tenure.fenced f JOIN pg_catalog.pg_trigger t"
+					   "  ON t.tgrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
+					   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid"
+					   " WHERE t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
+					   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
+					   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
+					   " ORDER BY f.tbl::pg_catalog.oid, t.tgname",
+					   0, NULL);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		char	   *name = SPI_getvalue(tup, desc, 2);
+		char		enabled = DatumGetChar(SPI_getbinval(tup, desc, 5, &isnull));
+		bool		shape = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+		char		expect = strcmp(name, "tenure_fence") == 0 ?
+			TRIGGER_FIRES_ALWAYS : TRIGGER_FIRES_ON_REPLICA;
 		MemoryContext old;
 
-		if (dropped)
-		{
-			bool		tree = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
-
-			if (!tree)
-			{
-				Oid			relid = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
-
-				old = MemoryContextSwitchTo(cxt);
-				if (!list_member_oid(unfence, relid))
-				{
-					unfence = lappend_oid(unfence, relid);
-					unfence_leases = lappend(unfence_leases,
-											 pstrdup(SPI_getvalue(tup, desc, 3)));
-				}
-				MemoryContextSwitchTo(old);
-				continue;
-			}
-		}
-		else
-		{
-			char		enabled = DatumGetChar(SPI_getbinval(tup, desc, 5, &isnull));
-			bool		shape = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
-			char		expect = strcmp(name, "tenure_fence") == 0 ?
-				TRIGGER_FIRES_ALWAYS : TRIGGER_FIRES_ON_REPLICA;
-
-			if (!tenure_xmin_current(tup, desc, 4))
-				continue;
-			if (shape && enabled == expect)
-				continue;
-			if (shape && creating && enabled == TRIGGER_FIRES_ON_ORIGIN)
-			{
-				Oid			relid = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
-
-				old = MemoryContextSwitchTo(cxt);
-				enable = lappend(enable,
-								 psprintf("ALTER TABLE %s ENABLE %s TRIGGER %s",
-										  tenure_rel_qualified(relid),
-										  expect == TRIGGER_FIRES_ALWAYS ? "ALWAYS" : "REPLICA",
-										  quote_identifier(name)));
-				MemoryContextSwitchTo(old);
-				continue;
-			}
-		}
-		/* in the caller's context: SPI's goes away with tenure_spi_end */
+		if (!tenure_xmin_current(tup, desc, 4) || (shape && enabled == expect))
+			continue;
+		/* values kept past tenure_spi_end go to the caller's context */
 		old = MemoryContextSwitchTo(cxt);
+		if (shape && creating && enabled == TRIGGER_FIRES_ON_ORIGIN)
+		{
+			Oid			relid = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+
+			enable = lappend(enable,
+							 psprintf("ALTER TABLE %s ENABLE %s TRIGGER %s",
+									  tenure_rel_qualified(relid),
+									  expect == TRIGGER_FIRES_ALWAYS ? "ALWAYS" : "REPLICA",
+									  quote_identifier(name)));
+			MemoryContextSwitchTo(old);
+			continue;
+		}
 		table = pstrdup(SPI_getvalue(tup, desc, 1));
 		trigger = pstrdup(name);
 		lease = pstrdup(SPI_getvalue(tup, desc, 3));
@@ -1760,13 +1713,6 @@ tenure_fence_ddl_triggers(bool dropped, bool creating)
 	}
 	tenure_spi_end(&spi);
 
-	if (table != NULL && dropped)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot drop trigger \"%s\" of table %s, which is fenced by lease \"%s\" with its partition or inheritance tree",
-						trigger, table, lease),
-				 errdetail("Writes to a fenced table are checked by its fence triggers, and a tree is fenced whole."),
-				 errhint("Unfence the root of the tree with tenure.unfence_table() first.")));
 	if (table != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1774,30 +1720,77 @@ tenure_fence_ddl_triggers(bool dropped, bool creating)
 						trigger, table, lease),
 				 errdetail("Writes to a fenced table are checked by its fence triggers; disabled, replaced or renamed, they would let writes commit unchecked."),
 				 errhint("Unfence the table, or the root of its tree, with tenure.unfence_table() first.")));
-
 	foreach(lc, enable)
 		tenure_fence_utility((const char *) lfirst(lc));
-	forboth(lc, unfence, lc2, unfence_leases)
-	{
-		Oid			relid = lfirst_oid(lc);
-		Datum		args[1];
+}
 
-		/*
-		 * The row only: the table's other fence trigger stays until it is
-		 * dropped too (pg_restore --clean drops each by name, without IF
-		 * EXISTS unless asked) or the table is fenced again, which replaces
-		 * it.
-		 */
-		tenure_spi_begin(&spi);
-		args[0] = ObjectIdGetDatum(relid);
-		tenure_spi_exec("DELETE FROM tenure.fenced WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-						"o", args, NULL, SPI_OK_DELETE);
-		tenure_spi_end(&spi);
+/*
+ * On sql_drop: a fence trigger dropped (DROP TRIGGER, as pg_restore
+ * --clean does before it drops the table) from a table fenced on its own
+ * unfences the table, as unfence_table would; its other fence trigger, if
+ * any, still checks until it is dropped too or the table is fenced again.
+ * In a partition or inheritance tree it is refused: unfencing is done from
+ * the root, for the whole tree.
+ */
+static void
+tenure_fence_ddl_dropped_triggers(void)
+{
+	TenureSpi	spi;
+	SPITupleTable *dropped;
+	uint64		n;
+	uint64		i;
+
+	tenure_spi_begin(&spi);
+
+	/*
+	 * Fence triggers dropped from tables that are still fenced, with
+	 * whether the table is part of a tree.  (pg_temp in an address names
+	 * the session's temporary schema.)
+	 */
+	tenure_fence_query("SELECT DISTINCT f.tbl::pg_catalog.oid, f.tbl::pg_catalog.text, f.lease,"
+					   "  EXISTS (SELECT FROM pg_catalog.pg_inherits i"
+					   "   WHERE i.inhrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
+					   "   OR i.inhparent OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid),"
+					   "  pg_catalog.min(d.address_names[3]) OVER (PARTITION BY f.tbl)"
+					   " FROM pg_catalog.pg_event_trigger_dropped_objects() d"
+					   " JOIN tenure.fenced f ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=)"
+					   "  pg_catalog.to_regclass(pg_catalog.format('%I.%I',"
+					   "   d.address_names[1], d.address_names[2]))::pg_catalog.oid"
+					   " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass"
+					   " AND d.address_names[3] OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
+					   " ORDER BY 1",
+					   0, NULL);
+	/* (tenure_fence_forget() runs statements of its own) */
+	dropped = SPI_tuptable;
+	n = SPI_processed;
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	tup = dropped->vals[i];
+		TupleDesc	desc = dropped->tupdesc;
+		bool		isnull;
+
+		if (DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot drop trigger \"%s\" of table %s, which is fenced by lease \"%s\" with its partition or inheritance tree",
+							SPI_getvalue(tup, desc, 5), SPI_getvalue(tup, desc, 2),
+							SPI_getvalue(tup, desc, 3)),
+					 errdetail("Writes to a fenced table are checked by its fence triggers, and a tree is fenced whole."),
+					 errhint("Unfence the root of the tree with tenure.unfence_table() first.")));
+	}
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	tup = dropped->vals[i];
+		TupleDesc	desc = dropped->tupdesc;
+		bool		isnull;
+
 		ereport(NOTICE,
 				(errmsg("table %s is no longer fenced by lease \"%s\"",
-						tenure_rel_qualified(relid), (char *) lfirst(lc2)),
+						SPI_getvalue(tup, desc, 2), SPI_getvalue(tup, desc, 3)),
 				 errdetail("A fence trigger of the table was dropped.")));
+		tenure_fence_forget(DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull)));
 	}
+	tenure_spi_end(&spi);
 }
 
 /*
@@ -1844,14 +1837,13 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 						" AND d.objid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid",
 						"", NULL, NULL, SPI_OK_DELETE);
 		tenure_spi_end(&spi);
-		tenure_fence_ddl_triggers(true, false);
+		tenure_fence_ddl_dropped_triggers();
 		PG_RETURN_NULL();
 	}
 
 	tenure_fence_ddl_trees();
 	tenure_fence_ddl_subscriptions();
-	tenure_fence_ddl_triggers(false,
-							  trigdata->tag == CMDTAG_CREATE_TRIGGER);
+	tenure_fence_ddl_changed_triggers(trigdata->tag == CMDTAG_CREATE_TRIGGER);
 	PG_RETURN_NULL();
 }
 
