@@ -284,14 +284,21 @@ RETURNS event_trigger
 AS 'MODULE_PATHNAME', 'tenure_fence_ddl'
 LANGUAGE C;
 COMMENT ON FUNCTION tenure._fence_ddl() IS
-	'Event trigger: forgets fenced tables that are dropped, keeps partition and inheritance trees fenced whole by one lease, refuses fenced tables as logical replication targets, refuses to disable, replace or drop fence triggers';
+	'Event trigger: checks DDL that changes a fenced table''s rows (ALTER TABLE that adds, drops or retypes a column or attaches or detaches a table, rewrites, DROP) as a write to it, forgets fenced tables that are dropped, keeps partition and inheritance trees fenced whole by one lease, refuses fenced tables as logical replication targets, refuses to disable, replace or drop fence triggers';
 
 -- ENABLE ALWAYS: a session with session_replication_role = replica must
--- not create, attach or subscribe tables past the fence, nor drop fenced
--- tables without their being forgotten.  Every command that can create a
+-- not change a fenced tree's rows by DDL, create, attach or subscribe
+-- tables past the fence, nor drop fenced tables unchecked.  Every command that can create a
 -- table, add a partition or inheritance child, or add a table to a
 -- subscription is listed, and every command that can disable, replace,
 -- rename or drop a fence trigger.
+CREATE EVENT TRIGGER tenure_fence_alter ON ddl_command_start
+	WHEN TAG IN ('ALTER TABLE', 'ALTER TYPE')
+	EXECUTE FUNCTION tenure._fence_ddl();
+ALTER EVENT TRIGGER tenure_fence_alter ENABLE ALWAYS;
+CREATE EVENT TRIGGER tenure_fence_rewrite ON table_rewrite
+	EXECUTE FUNCTION tenure._fence_ddl();
+ALTER EVENT TRIGGER tenure_fence_rewrite ENABLE ALWAYS;
 CREATE EVENT TRIGGER tenure_fence_drop ON sql_drop
 	EXECUTE FUNCTION tenure._fence_ddl();
 ALTER EVENT TRIGGER tenure_fence_drop ENABLE ALWAYS;

@@ -149,12 +149,16 @@ INSERT INTO "Fence Admin"."Odd ""Table""" VALUES (4);
 DROP SCHEMA "Fence Admin" CASCADE;
 SELECT tenure.drop_lease('fence_admin ''q''');
 
--- dropping a fenced table removes its fence: the lease lists no dangling
--- table and can be dropped
+-- dropping a fenced table (a write to it, with the current epoch) removes
+-- its fence: the lease lists no dangling table and can be dropped
 SELECT tenure.create_lease('fence_admin_d', ttl => '5 min');
 CREATE TABLE fence_admin_d_t (id int);
 SELECT tenure.fence_table('fence_admin_d_t', 'fence_admin_d');
+SELECT tenure.acquire('fence_admin_d', 'dropper') AS d_epoch \gset
+BEGIN;
+SELECT tenure.present('fence_admin_d', :d_epoch, true);
 DROP TABLE fence_admin_d_t;
+COMMIT;
 SELECT lease, fences FROM tenure.leases WHERE lease = 'fence_admin_d';
 SELECT tenure.drop_lease('fence_admin_d');
 SELECT count(*) AS leases FROM tenure.leases WHERE lease = 'fence_admin_d';

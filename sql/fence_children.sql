@@ -16,9 +16,14 @@ CREATE TABLE fence_ch_p (k int, v text) PARTITION BY RANGE (k);
 CREATE TABLE fence_ch_p1 PARTITION OF fence_ch_p FOR VALUES FROM (0) TO (10);
 SELECT tenure.fence_table('fence_ch_p', 'fence_children');
 
--- a table attached later is fenced with the parent's lease
+-- a table attached later (a write to the tree, with the current epoch) is
+-- fenced with the parent's lease
+SELECT tenure.acquire('fence_children', 'writer') AS epoch \gset
 CREATE TABLE fence_ch_loose (k int, v text);
+BEGIN;
+SELECT tenure.present('fence_children', :epoch, true);
 ALTER TABLE fence_ch_p ATTACH PARTITION fence_ch_loose FOR VALUES FROM (10) TO (20);
+COMMIT;
 -- and so is a sub-partition created under a new partition
 CREATE TABLE fence_ch_p3 PARTITION OF fence_ch_p FOR VALUES FROM (20) TO (30) PARTITION BY RANGE (k);
 CREATE TABLE fence_ch_p3a PARTITION OF fence_ch_p3 FOR VALUES FROM (20) TO (25);
@@ -58,9 +63,12 @@ ALTER TABLE fence_ch_other ADD COLUMN v text;
 SELECT count(*) AS other_fenced FROM tenure.fenced WHERE tbl = 'fence_ch_other'::regclass;
 
 -- a dropped fenced table is forgotten, and the lease can be dropped once
--- nothing it fences is left
+-- nothing it fences is left (dropping is a write to the table)
+BEGIN;
+SELECT tenure.present('fence_children', :epoch, true);
 DROP TABLE fence_ch_loose;
 DROP TABLE fence_ch_i CASCADE;
+COMMIT;
 SELECT tbl FROM tenure.fenced WHERE lease = 'fence_children' ORDER BY tbl::text;
 SELECT tenure.unfence_table('fence_ch_p');
 SELECT count(*) AS fenced_after_unfence FROM tenure.fenced WHERE lease = 'fence_children';

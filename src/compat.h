@@ -43,6 +43,22 @@
 	pg_class_ownercheck((relid), (roleid))
 #endif
 
+/*
+ * ALTER TABLE ... ALTER COLUMN ... SET EXPRESSION, which recomputes a
+ * stored generated column, appeared in 17.
+ */
+#include "nodes/parsenodes.h"
+static inline bool
+tenure_at_sets_expression(AlterTableType subtype)
+{
+#if PG_VERSION_NUM >= 170000
+	return subtype == AT_SetExpression;
+#else
+	(void) subtype;
+	return false;
+#endif
+}
+
 /* Named wait events for extensions appeared in 17. */
 #include "utils/wait_event.h"
 #define TENURE_WAIT_EVENT PG_WAIT_EXTENSION

@@ -62,6 +62,7 @@
 #include "catalog/pg_subscription.h"
 #include "catalog/pg_subscription_rel.h"
 #include "commands/event_trigger.h"
+#include "commands/tablecmds.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -1794,12 +1795,248 @@ tenure_fence_ddl_dropped_triggers(void)
 }
 
 /*
- * Event trigger tenure._fence_ddl(), on sql_drop, and on ddl_command_end of
- * every command that can create a table, attach or inherit one, or add a
- * table to a subscription (the install script lists them): forget dropped
- * tables; keep every partition and inheritance tree fenced whole, by one
- * lease, or refuse the command; refuse a fenced table as a logical
- * replication target; refuse to disable, replace or drop a fence trigger.
+ * Error context of a fenced write made by DDL: arg is the command's tag.
+ */
+static void
+tenure_fence_ddl_write_context(void *arg)
+{
+	errcontext("%s changes the rows of a fenced table and is checked as a write to it",
+			   (const char *) arg);
+}
+
+/*
+ * A fenced write by the DDL command tagged command, to table (its name, for
+ * messages) fenced by lease: checked now, as the fence trigger checks a
+ * statement, and again at COMMIT.
+ */
+static void
+tenure_fence_ddl_check(const char *lease, const char *table, const char *command)
+{
+	ErrorContextCallback callback;
+	int			fence_lock = -1;
+
+	callback.callback = tenure_fence_ddl_write_context;
+	callback.arg = (void *) command;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
+	tenure_require_loaded();
+	tenure_fence_check(lease, table, false, &fence_lock);
+	tenure_fence_note(lease, table, RowExclusiveLock, fence_lock);
+	error_context_stack = callback.previous;
+}
+
+/*
+ * DDL that changes the rows of table relid, or the rows its partition or
+ * inheritance tree holds, is a write to its fence, if it is fenced.
+ */
+static void
+tenure_fence_ddl_write(Oid relid, const char *command)
+{
+	TenureSpi	spi;
+	char	   *lease;
+
+	tenure_spi_begin(&spi);
+	lease = tenure_fenced_by(relid);
+	tenure_spi_end(&spi);
+	if (lease != NULL)
+		tenure_fence_ddl_check(lease, get_rel_name(relid), command);
+}
+
+/*
+ * The typed tables of composite type relid (its pg_class row), locked as
+ * ALTER TYPE ... CASCADE will lock them, are written by that command.
+ */
+static void
+tenure_fence_ddl_typed_tables(Oid relid, const char *command)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	TenureSpi	spi;
+	Datum		args[1];
+	List	   *tables = NIL;
+	ListCell   *lc;
+	uint64		i;
+
+	tenure_spi_begin(&spi);
+	args[0] = ObjectIdGetDatum(relid);
+	tenure_fence_query("SELECT t.oid FROM pg_catalog.pg_class t JOIN pg_catalog.pg_class c"
+					   "  ON t.reloftype OPERATOR(pg_catalog.=) c.reltype"
+					   " WHERE c.oid OPERATOR(pg_catalog.=) $1 ORDER BY 1",
+					   1, args);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		tables = lappend_oid(tables,
+							 DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															SPI_tuptable->tupdesc, 1,
+															&isnull)));
+		MemoryContextSwitchTo(old);
+	}
+	tenure_spi_end(&spi);
+
+	foreach(lc, tables)
+	{
+		LockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
+		tenure_fence_ddl_write(lfirst_oid(lc), command);
+	}
+}
+
+/*
+ * On ddl_command_start of ALTER TABLE and ALTER TYPE: subcommands that change the rows a
+ * fenced tree holds are fenced writes, checked before they run:
+ *
+ * - ADD COLUMN, DROP COLUMN, ALTER COLUMN ... TYPE and (17 and later) SET
+ *   EXPRESSION give every row a value, take one away or convert it (a
+ *   USING expression or a volatile default can set anything);
+ * - ATTACH PARTITION and INHERIT bring a table's rows into the tree,
+ *   DETACH PARTITION and NO INHERIT take them out of it.
+ *
+ * The table is locked first, as the command itself will lock it, so that a
+ * fence_table() committed before the command runs is seen: fence_table()
+ * locks the tree in a mode that conflicts with each of these.  So is the
+ * parent named by INHERIT, whose rows the child's join.  (ATTACH needs no
+ * look at the attached table: if it is fenced, its parent must be fenced
+ * by the same lease, or tenure_fence_ddl_trees() refuses the command.)
+ * ALTER TYPE ... ADD, DROP or ALTER ATTRIBUTE ... CASCADE does the same to
+ * the tables of the type (typed tables).  A rewrite by a path not listed
+ * here is still checked, on table_rewrite.
+ */
+static void
+tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
+{
+	ListCell   *lc;
+	RangeVar   *parent = NULL;
+	bool		writes = false;
+	Oid			relid;
+
+	if (stmt->objtype != OBJECT_TABLE && stmt->objtype != OBJECT_TYPE)
+		return;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+		switch (cmd->subtype)
+		{
+			case AT_AddInherit:
+				parent = (RangeVar *) cmd->def;
+				/* FALLTHROUGH */
+			case AT_AddColumn:
+			case AT_DropColumn:
+			case AT_AlterColumnType:
+			case AT_AttachPartition:
+			case AT_DetachPartition:
+			case AT_DetachPartitionFinalize:
+			case AT_DropInherit:
+				writes = true;
+				break;
+			default:
+				if (tenure_at_sets_expression(cmd->subtype))
+					writes = true;
+				break;
+		}
+	}
+	if (!writes)
+		return;
+
+	relid = AlterTableLookupRelation(stmt, AlterTableGetLockLevel(stmt->cmds));
+	if (!OidIsValid(relid))
+		return;
+	if (stmt->objtype == OBJECT_TYPE)
+	{
+		tenure_fence_ddl_typed_tables(relid, command);
+		return;
+	}
+	tenure_fence_ddl_write(relid, command);
+	if (parent != NULL)
+	{
+		/* ALTER TABLE ... INHERIT locks the parent so */
+		Oid			parentid = RangeVarGetRelid(parent, ShareUpdateExclusiveLock, true);
+
+		if (OidIsValid(parentid))
+			tenure_fence_ddl_write(parentid, command);
+	}
+}
+
+/*
+ * On table_rewrite: a rewrite that recomputes values (a volatile default,
+ * a column's new type or expression), by whichever command, is a fenced
+ * write.  A rewrite for a new persistence or access method changes no
+ * value.
+ */
+static void
+tenure_fence_ddl_rewrite(const char *command)
+{
+	TenureSpi	spi;
+	Oid			relid;
+	int32		reason;
+	bool		isnull;
+
+	tenure_spi_begin(&spi);
+	tenure_spi_exec("SELECT pg_catalog.pg_event_trigger_table_rewrite_oid(),"
+					"  pg_catalog.pg_event_trigger_table_rewrite_reason()",
+					"", NULL, NULL, SPI_OK_SELECT);
+	relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	reason = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 2, &isnull));
+	tenure_spi_end(&spi);
+
+	if (reason & (AT_REWRITE_DEFAULT_VAL | AT_REWRITE_COLUMN_REWRITE))
+		tenure_fence_ddl_write(relid, command);
+}
+
+/*
+ * On sql_drop: dropping a fenced table, on its own, with its tree or by a
+ * cascade, deletes every row it holds: a fenced write, checked before the
+ * drop commits.  (To drop fenced tables without presenting the epoch,
+ * unfence them first.)
+ */
+static void
+tenure_fence_ddl_dropped_tables(const char *command)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	TenureSpi	spi;
+	List	   *leases = NIL;
+	List	   *tables = NIL;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	uint64		i;
+
+	tenure_spi_begin(&spi);
+	tenure_fence_query("SELECT DISTINCT ON (f.lease) f.lease, d.address_names[2]"
+					   " FROM pg_catalog.pg_event_trigger_dropped_objects() d"
+					   " JOIN tenure.fenced f"
+					   "  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid"
+					   " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					   " AND d.objsubid OPERATOR(pg_catalog.=) 0"
+					   " ORDER BY f.lease, d.address_names[2]",
+					   0, NULL);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		leases = lappend(leases, pstrdup(SPI_getvalue(tup, desc, 1)));
+		tables = lappend(tables, pstrdup(SPI_getvalue(tup, desc, 2)));
+		MemoryContextSwitchTo(old);
+	}
+	tenure_spi_end(&spi);
+
+	forboth(lc1, leases, lc2, tables)
+		tenure_fence_ddl_check(lfirst(lc1), lfirst(lc2), command);
+}
+
+/*
+ * Event trigger tenure._fence_ddl(), on ddl_command_start of ALTER TABLE,
+ * on table_rewrite, on sql_drop, and on ddl_command_end of every command
+ * that can create a table, attach or inherit one, or add a table to a
+ * subscription (the install script lists them): check DDL that changes a
+ * fenced tree's rows as a write to its fence; forget dropped tables; keep
+ * every partition and inheritance tree fenced whole, by one lease, or
+ * refuse the command; refuse a fenced table as a logical replication
+ * target; refuse to disable, replace or drop a fence trigger.
  *
  * It does not ask pg_event_trigger_ddl_commands() what the command touched
  * (CREATE SCHEMA does not report the tables it creates): it looks at every
@@ -1813,6 +2050,7 @@ Datum
 tenure_fence_ddl(PG_FUNCTION_ARGS)
 {
 	EventTriggerData *trigdata = (EventTriggerData *) fcinfo->context;
+	const char *command;
 	Oid			nsp;
 	TenureSpi	spi;
 
@@ -1827,8 +2065,21 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 		!OidIsValid(get_relname_relid("fenced", nsp)))
 		PG_RETURN_NULL();
 
+	command = GetCommandTagName(trigdata->tag);
+	if (strcmp(trigdata->event, "ddl_command_start") == 0)
+	{
+		if (IsA(trigdata->parsetree, AlterTableStmt))
+			tenure_fence_ddl_alter((AlterTableStmt *) trigdata->parsetree, command);
+		PG_RETURN_NULL();
+	}
+	if (strcmp(trigdata->event, "table_rewrite") == 0)
+	{
+		tenure_fence_ddl_rewrite(command);
+		PG_RETURN_NULL();
+	}
 	if (strcmp(trigdata->event, "sql_drop") == 0)
 	{
+		tenure_fence_ddl_dropped_tables(command);
 		tenure_spi_begin(&spi);
 		tenure_spi_exec("DELETE FROM tenure.fenced f"
 						" USING pg_catalog.pg_event_trigger_dropped_objects() d"

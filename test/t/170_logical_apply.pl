@@ -67,14 +67,21 @@ like(
 	qr/ERROR:  cannot fence table public\.la_sub because logical replication subscription "la_s" writes to table public\.la_sub\n.*DETAIL:  Logical replication applies changes without presenting an epoch/s,
 	'fence_table refuses a subscribed table');
 
-# nor attached to a fenced tree (which would fence it)
+# nor attached to a fenced tree (which would fence it), even by a
+# transaction that presents the tree's epoch (attaching is a fenced write)
 $sub->safe_psql(
 	'postgres', q{
 	CREATE TABLE la_tree (k int PRIMARY KEY, v text) PARTITION BY RANGE (k);
 	SELECT tenure.fence_table('la_tree', 'la');
+	SELECT tenure.acquire('la', 'ddl');
 });
-($ret, $out, $err) = $sub->psql('postgres',
-	'ALTER TABLE la_tree ATTACH PARTITION la_sub FOR VALUES FROM (0) TO (1000)');
+($ret, $out, $err) = $sub->psql(
+	'postgres', q{
+	BEGIN;
+	SELECT tenure.present('la', tenure.current_epoch('la'), true);
+	ALTER TABLE la_tree ATTACH PARTITION la_sub FOR VALUES FROM (0) TO (1000);
+	COMMIT;
+});
 like(
 	$err,
 	qr/ERROR:  logical replication subscription "la_s" cannot write table public\.la_sub, which is fenced by lease "la"/,
