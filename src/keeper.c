@@ -256,14 +256,20 @@ tenure_keeper_main(Datum arg)
 	before_shmem_exit(tenure_keeper_exit, (Datum) 0);
 
 	/*
-	 * Survive our own errors: report, clean up, and go on.  Losing the
-	 * process would drop every lease lock at once.
+	 * Survive our own errors, and a cancel (pg_cancel_backend() of the
+	 * keeper raises one at the next CHECK_FOR_INTERRUPTS): report, clean
+	 * up, and go on.  Losing the process would drop every lease lock at
+	 * once; session locks survive an error.  test/t/025_keeper_error.pl
+	 * takes this path.
 	 */
 	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
 	{
+		/* not in PG_TRY: reset the error context stack by hand */
+		error_context_stack = NULL;
 		HOLD_INTERRUPTS();
 		EmitErrorReport();
 		LWLockReleaseAll();
+		pgstat_report_wait_end();
 		ConditionVariableCancelSleep();
 		/* forget table scans the error interrupted */
 		AtEOXact_HashTables(false);
