@@ -7,10 +7,11 @@
  *
  * Tokens.  A transaction presents "lease=epoch" pairs through the setting
  * tenure.tokens (SET LOCAL works through transaction poolers) or
- * tenure.present().  A backend holding a session-bound tenure presents,
- * without saying so, the epoch its own session was given (by its acquire
- * or its own latest claim): a claim made elsewhere fences that session off
- * like any other.  Nothing else is presented implicitly.
+ * tenure.present().  Only a value assigned in the transaction itself
+ * counts (see tenure_presented()): nothing is presented implicitly, not
+ * even by the session that holds a session-bound tenure, and nothing left
+ * in the setting by an earlier transaction or client of a pooled
+ * connection counts.
  *
  * The check.  A fenced write passes iff the lease has a live tenure whose
  * epoch equals the presented token.  The fence trigger checks at once and
@@ -44,8 +45,11 @@
  * fenced, or fenced by two leases.  Foreign tables (written by another
  * server) and logical replication targets cannot be fenced.  Logical
  * replication apply fires row triggers only: a REPLICA row trigger
- * rejects it, should a subscription reach a fenced table anyway.  A write
- * noted after the commit-time check ran fails.
+ * rejects it, should a subscription reach a fenced table anyway.  DDL
+ * that changes a fenced tree's rows (a column added, dropped or retyped, a
+ * table attached, detached or dropped, a rewrite) is checked as a write by
+ * the same event trigger.  A write noted after the commit-time check ran
+ * fails.
  *
  *-------------------------------------------------------------------------
  */
