@@ -7,14 +7,14 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('keeper_error');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
-$node->start;
+my $node = tenure_node('keeper_error', extension => 0);
 $node->safe_psql(
 	'postgres', q{
 	CREATE EXTENSION pg_tenure;

@@ -7,15 +7,14 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('lock_key');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+my $node = tenure_node('lock_key');
 $node->safe_psql('postgres', 'CREATE DATABASE other');
 
 ok( $node->poll_query_until(

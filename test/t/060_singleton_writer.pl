@@ -10,14 +10,14 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('singleton_writer');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
-$node->start;
+my $node = tenure_node('singleton_writer', extension => 0);
 
 # (the test role may be named like the extension's schema: qualify tables)
 $node->safe_psql(

@@ -12,14 +12,14 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('fence_lock');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
-$node->start;
+my $node = tenure_node('fence_lock', extension => 0);
 
 # Create the extension, a lease "fl" fencing public.fl_t, and a tenure of
 # it; return the epoch.

@@ -15,11 +15,12 @@ use strict;
 use warnings;
 
 use FindBin;
+use lib $FindBin::Bin;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use TenureTest;
 
 my $examples = "$FindBin::Bin/../../examples";
 my @make = ('make', '-s', '-C', $examples);
@@ -31,15 +32,8 @@ my $writer_bin = "$examples/singleton_writer";
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 my $logdir = $PostgreSQL::Test::Utils::log_path;
 
-my $node = PostgreSQL::Test::Cluster->new('examples');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'pg_tenure'
-track_commit_timestamp = on
-});
-$node->start;
+my $node = tenure_node('examples', conf => "track_commit_timestamp = on\n");
 $node->safe_psql('postgres', q{
-CREATE EXTENSION pg_tenure;
 SELECT tenure.create_lease('nightly-job', ttl => '2 s', holdoff => '0');
 CREATE TABLE job_runs (id bigserial PRIMARY KEY, holder text NOT NULL, epoch bigint NOT NULL,
                        started timestamptz NOT NULL, finished timestamptz NOT NULL);
@@ -78,34 +72,6 @@ sub client_log
 	return slurp_file("$logdir/070_$name.log");
 }
 
-# Poll a Perl condition every 50 ms, failing the test after the timeout.
-sub wait_until
-{
-	my ($what, $cond) = @_;
-	my $deadline = time() + $timeout;
-
-	until ($cond->())
-	{
-		if (time() > $deadline)
-		{
-			fail("timed out waiting for $what");
-			return 0;
-		}
-		usleep(50_000);
-	}
-	return 1;
-}
-
-# The live tenure of a lease: (holder, epoch), or () if none.
-sub tenure_of
-{
-	my ($lease) = @_;
-	my $r = $node->safe_psql('postgres',
-		"SELECT holder || '|' || epoch FROM tenure.leases WHERE lease = '$lease' AND holder IS NOT NULL");
-
-	return $r eq '' ? () : split(/\|/, $r);
-}
-
 #
 # Singleton job
 #
@@ -118,7 +84,7 @@ ok( $node->poll_query_until('postgres',
 		"SELECT count(*) >= 2 FROM job_runs j JOIN tenure.leases l
 		  ON l.lease = 'nightly-job' AND l.holder = j.holder AND l.epoch = j.epoch"),
 	'a worker leads and runs the job');
-my ($first, $first_epoch) = tenure_of('nightly-job');
+my ($first, $first_epoch) = tenure_of($node, 'nightly-job');
 like(client_log($first), qr/ became leader epoch=$first_epoch\n/,
 	"the leader $first logs that it became leader");
 is(scalar(grep { client_log($_) =~ /became leader/ } keys %job),
@@ -135,7 +101,7 @@ ok( $node->poll_query_until('postgres',
 		"SELECT holder <> '$first' AND epoch > $first_epoch FROM tenure.leases
 		  WHERE lease = 'nightly-job' AND holder IS NOT NULL"),
 	'another worker takes the lease at a newer epoch');
-my ($second, $second_epoch) = tenure_of('nightly-job');
+my ($second, $second_epoch) = tenure_of($node, 'nightly-job');
 ok( wait_until(
 		"$second to lead",
 		sub { client_log($second) =~ / became leader epoch=$second_epoch\n/ }),
@@ -201,7 +167,7 @@ ok( wait_until(
 		'writer-a to pause before a COMMIT',
 		sub { client_log('writer-a') =~ /paused before COMMIT of row seq=3/ }),
 	'writer-a writes two rows and pauses before the COMMIT of the third');
-my ($a_holder, $a_epoch) = tenure_of('orders-writer');
+my ($a_holder, $a_epoch) = tenure_of($node, 'orders-writer');
 is($a_holder, 'writer-a', 'writer-a holds orders-writer');
 like(client_log('writer-a'), qr/ started epoch=$a_epoch pool=3\n/,
 	'writer-a logs its epoch');
@@ -214,7 +180,7 @@ like(
 	$out,
 	qr/writer-b refusing to start: lease "orders-writer" is held by "writer-a" \(Holder "writer-a" has held it at epoch $a_epoch since \d{4}-\d\d-\d\d /,
 	'its message names the holder, its epoch and since when');
-is(join('|', tenure_of('orders-writer')), "writer-a|$a_epoch",
+is(join('|', tenure_of($node, 'orders-writer')), "writer-a|$a_epoch",
 	'writer-a still holds the lease');
 
 # writer-a's tenure ends with its control connection
@@ -231,7 +197,7 @@ ok( wait_until(
 		'writer-b to write',
 		sub { client_log('writer-b') =~ /wrote row/ }),
 	'writer-b starts and writes');
-my ($b_holder, $b_epoch) = tenure_of('orders-writer');
+my ($b_holder, $b_epoch) = tenure_of($node, 'orders-writer');
 is($b_holder, 'writer-b', 'writer-b holds orders-writer');
 cmp_ok($b_epoch, '>', $a_epoch, "writer-b's epoch is newer");
 

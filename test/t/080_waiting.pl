@@ -21,15 +21,15 @@
 use strict;
 use warnings FATAL => 'all';
 
+use FindBin;
+use lib $FindBin::Bin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest qw(tenure_node);
 
-my $node = PostgreSQL::Test::Cluster->new('waiting');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+my $node = tenure_node('waiting');
 
 # Run $sql in a new background session and return without waiting for its
 # result; finish_query() collects it.

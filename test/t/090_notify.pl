@@ -16,16 +16,16 @@
 use strict;
 use warnings FATAL => 'all';
 
+use FindBin;
+use lib $FindBin::Bin;
+
 use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('notify');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+my $node = tenure_node('notify');
 $node->safe_psql('postgres',
 	q{SELECT tenure.create_lease('n_lease', ttl => '10 min')});
 

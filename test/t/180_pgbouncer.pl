@@ -28,18 +28,15 @@ use POSIX ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC usleep);
+use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 use TenureBouncer;
+use TenureTest;
 
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 my $logdir = $PostgreSQL::Test::Utils::log_path;
 
-my $node = PostgreSQL::Test::Cluster->new('pgbouncer');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
-$node->start;
+my $node = tenure_node('pgbouncer');
 $node->safe_psql('postgres', q{
-CREATE EXTENSION pg_tenure;
 SELECT tenure.create_lease('campaign', ttl => '1 s');
 SELECT tenure.create_lease('w', ttl => '5 min', holdoff => '0');
 CREATE TABLE public.w_rows (client text NOT NULL, how text NOT NULL, epoch bigint);
@@ -55,24 +52,6 @@ my $bouncer = TenureBouncer->new(
 		tx => 'pool_mode=transaction',
 		st => 'pool_mode=statement',
 	});
-
-# Poll a Perl condition every 50 ms, failing the test after the timeout.
-sub wait_until
-{
-	my ($what, $cond) = @_;
-	my $deadline = time() + $timeout;
-
-	until ($cond->())
-	{
-		if (time() > $deadline)
-		{
-			fail("timed out waiting for $what");
-			return 0;
-		}
-		usleep(50_000);
-	}
-	return 1;
-}
 
 sub mono { return clock_gettime(CLOCK_MONOTONIC); }
 

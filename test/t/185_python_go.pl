@@ -18,8 +18,8 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use TenureBouncer;
+use TenureTest;
 
 my $examples = "$FindBin::Bin/../../examples";
 system('make', '-s', '-C', "$examples/go") == 0
@@ -40,11 +40,7 @@ my %programs = (
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
 my $logdir = $PostgreSQL::Test::Utils::log_path;
 
-my $node = PostgreSQL::Test::Cluster->new('python_go');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'");
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+my $node = tenure_node('python_go');
 my $bouncer = TenureBouncer->new($node, '185', pool_size => 4);
 
 my @clients;
@@ -67,32 +63,6 @@ END
 }
 
 sub client_log { return slurp_file("$logdir/185_$_[0].log"); }
-
-sub wait_until
-{
-	my ($what, $cond) = @_;
-	my $deadline = time() + $timeout;
-
-	until ($cond->())
-	{
-		if (time() > $deadline)
-		{
-			fail("timed out waiting for $what");
-			return 0;
-		}
-		usleep(50_000);
-	}
-	return 1;
-}
-
-sub tenure_of
-{
-	my ($lease) = @_;
-	my $r = $node->safe_psql('postgres',
-		"SELECT holder || '|' || epoch FROM tenure.leases WHERE lease = '$lease' AND holder IS NOT NULL");
-
-	return $r eq '' ? () : split(/\|/, $r);
-}
 
 for my $lang (qw(python go))
 {
@@ -121,7 +91,7 @@ SELECT tenure.fence_table('public.job_$tag', 'job_$tag');
 				"SELECT count(*) >= 2 FROM public.job_$tag j JOIN tenure.leases l
 				  ON l.lease = 'job_$tag' AND l.holder = j.holder AND l.epoch = j.epoch"),
 			"$tag: a worker leads and runs the job");
-		my ($first, $first_epoch) = tenure_of("job_$tag");
+		my ($first, $first_epoch) = tenure_of($node, "job_$tag");
 		like(client_log($first), qr/ became leader epoch=$first_epoch\n/,
 			"$tag: the leader $first logs that it became leader");
 		is(scalar(grep { client_log($_) =~ /became leader/ } keys %job),
@@ -134,7 +104,7 @@ SELECT tenure.fence_table('public.job_$tag', 'job_$tag');
 				"SELECT holder <> '$first' AND epoch > $first_epoch FROM tenure.leases
 				  WHERE lease = 'job_$tag' AND holder IS NOT NULL"),
 			"$tag: after SIGKILL of the leader another worker takes the lease");
-		my ($second, $second_epoch) = tenure_of("job_$tag");
+		my ($second, $second_epoch) = tenure_of($node, "job_$tag");
 		ok( wait_until(
 				"$second to lead",
 				sub { client_log($second) =~ / became leader epoch=$second_epoch\n/ }),
@@ -180,7 +150,7 @@ SELECT tenure.fence_table('public.w_$tag', 'w_$tag');
 				'writer a to write',
 				sub { (() = client_log("${tag}_writer_a") =~ /wrote row/g) >= 2 }),
 			"$tag: writer a starts and writes");
-		my (undef, $a_epoch) = tenure_of("w_$tag");
+		my (undef, $a_epoch) = tenure_of($node, "w_$tag");
 
 		my ($out, $err);
 		IPC::Run::run([ @{ $programs{$lang}{writer} }, @wargs, '--holder', "${tag}_b", $connstr ],
@@ -210,7 +180,7 @@ SELECT tenure.fence_table('public.w_$tag', 'w_$tag');
 			@wargs, '--holder', "${tag}_b", $connstr);
 		ok(wait_until('writer b to write', sub { client_log("${tag}_writer_b") =~ /wrote row/ }),
 			"$tag: writer b takes over and writes");
-		my (undef, $b_epoch) = tenure_of("w_$tag");
+		my (undef, $b_epoch) = tenure_of($node, "w_$tag");
 
 		$a->signal('CONT');
 		$a->finish;

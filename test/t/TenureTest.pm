@@ -1,0 +1,73 @@
+# Helpers shared by pg_tenure's TAP tests.
+#
+#   use FindBin;
+#   use lib $FindBin::Bin;
+#   use TenureTest;
+#
+#   my $node = tenure_node('name');          # initialized, pg_tenure
+#                                            # preloaded, started, with the
+#                                            # extension in database postgres
+#   my $node = tenure_node('name', conf => "track_commit_timestamp = on\n",
+#                          extension => 0);  # more settings; no extension
+#   wait_until('what', sub { ... });         # poll every 50 ms; a failed
+#                                            # test after the default timeout
+#   my ($holder, $epoch) = tenure_of($node, 'lease');   # () if not held
+#
+# Polls have a deadline of PostgreSQL::Test::Utils::timeout_default and
+# never sleep a fixed time for an outcome.
+
+package TenureTest;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+our @EXPORT = qw(tenure_node wait_until tenure_of);
+
+sub tenure_node
+{
+	my ($name, %params) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init(%{ $params{init} // {} });
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'pg_tenure'\n" . ($params{conf} // ''));
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure')
+	  if $params{extension} // 1;
+	return $node;
+}
+
+sub wait_until
+{
+	my ($what, $cond) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+
+	until ($cond->())
+	{
+		if (time() > $deadline)
+		{
+			fail("timed out waiting for $what");
+			return 0;
+		}
+		usleep(50_000);
+	}
+	return 1;
+}
+
+sub tenure_of
+{
+	my ($node, $lease) = @_;
+	my $r = $node->safe_psql('postgres',
+		"SELECT holder || '|' || epoch FROM tenure.leases"
+		  . " WHERE lease = '$lease' AND holder IS NOT NULL");
+
+	return $r eq '' ? () : split(/\|/, $r);
+}
+
+1;
