@@ -13,6 +13,9 @@
  * in the setting by an earlier transaction or client of a pooled
  * connection counts.
  *
+ * The protocol, with the invariants F1 .. F9 that other comments cite,
+ * is argued in src/README.
+ *
  * The check.  A fenced write passes iff the lease has a live tenure whose
  * epoch equals the presented token.  The fence trigger checks at once and
  * records the lease; at XACT_EVENT_PRE_COMMIT the transaction takes a
@@ -641,7 +644,8 @@ tenure_fence_use_cmp(const ListCell *a, const ListCell *b)
 
 /*
  * PRE_COMMIT: take the fence locks in a fixed order and check every fenced
- * write.  May raise an ERROR, which aborts the transaction.
+ * write (src/README, F2 to F4 and F7).  May raise an ERROR, which aborts
+ * the transaction.
  */
 void
 tenure_fence_precommit(void)
@@ -653,21 +657,31 @@ tenure_fence_precommit(void)
 	if (tenure_fence_uses == NIL)
 		return;
 
-	/* claims and new tenures learn their lease's view here */
+	/*
+	 * Claims and new tenures learn their lease's view here.  One that has
+	 * no view would publish its epoch without excluding writers, and a
+	 * known lease without one would be checked unlocked: internal errors,
+	 * never silent.  (A write to a lease with no entry needs no lock: its
+	 * check fails, the lease having no live tenure.)
+	 */
 	foreach(lc, tenure_fence_uses)
 	{
 		TenureFenceUse *use = lfirst(lc);
 		TenureKey	key;
 		TenureLease *lease;
+		bool		known;
 
 		if (use->fence_lock >= 0)
 			continue;
 		tenure_make_key(&key, MyDatabaseId, use->lease);
 		LWLockAcquire(tenure_shared->lock, LW_SHARED);
 		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-		if (lease != NULL)
+		known = lease != NULL;
+		if (known)
 			use->fence_lock = lease->fence_lock;
 		LWLockRelease(tenure_shared->lock);
+		if (use->fence_lock < 0 && (known || use->mode == ExclusiveLock))
+			elog(ERROR, "lease \"%s\" has no fence lock", use->lease);
 	}
 
 	list_sort(tenure_fence_uses, tenure_fence_use_cmp);

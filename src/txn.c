@@ -5,6 +5,9 @@
  *		drops take effect in shared memory only when their transaction
  *		commits, and vanish when it (or their subtransaction) aborts.
  *
+ * The ordering this relies on, and why fenced writes are linearizable
+ * with new epochs, is argued in src/README (F1, F3, F5, F8).
+ *
  * An SQL function that starts such an action first makes its durable
  * change (the epoch row, the history) and then remembers the action here.
  * At XACT_EVENT_COMMIT, after the commit record is flushed and the
