@@ -64,6 +64,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_subscription.h"
@@ -1131,16 +1132,15 @@ tenure_unfence_one(Oid relid)
 }
 
 /*
- * Fail unless the current user owns the table.
+ * Fail unless the current user owns the table (only the owner of a table
+ * can fence or unfence it).
  */
 static void
 tenure_check_table_owner(Oid relid)
 {
 	if (!tenure_class_ownercheck(relid, GetUserId()))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", get_rel_name(relid)),
-				 errhint("Only the owner of a table can fence or unfence it.")));
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
+					   get_rel_name(relid));
 }
 
 /*
@@ -1149,7 +1149,7 @@ tenure_check_table_owner(Oid relid)
  * locked in ShareRowExclusiveLock mode against concurrent DDL.
  */
 static List *
-tenure_fence_targets(FunctionCallInfo fcinfo, const char *action)
+tenure_fence_targets(FunctionCallInfo fcinfo)
 {
 	Oid			relid;
 	char		relkind;
@@ -1163,10 +1163,7 @@ tenure_fence_targets(FunctionCallInfo fcinfo, const char *action)
 	relid = PG_GETARG_OID(0);
 
 	tenure_require_loaded();
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot %s a table during recovery", action)));
+	tenure_require_primary(fcinfo);
 
 	/*
 	 * find_all_inheritors() locks the descendants, not the table itself:
@@ -1257,7 +1254,7 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("lease name must not be null")));
 	name = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	rels = tenure_fence_targets(fcinfo, "fence");
+	rels = tenure_fence_targets(fcinfo);
 	relid = linitial_oid(rels);
 
 	parents = tenure_rel_parents(relid);
@@ -1343,7 +1340,7 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 Datum
 tenure_unfence_table(PG_FUNCTION_ARGS)
 {
-	List	   *rels = tenure_fence_targets(fcinfo, "unfence");
+	List	   *rels = tenure_fence_targets(fcinfo);
 	Oid			relid = linitial_oid(rels);
 	ListCell   *lc;
 	TenureSpi	spi;

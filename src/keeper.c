@@ -201,7 +201,10 @@ tenure_keeper_pass(void)
 				 errdetail("Another session took the lease's advisory lock while the pg_tenure keeper was not running.")));
 	if (nrevoked > (int) lengthof(revoked))
 		ereport(LOG,
-				(errmsg("%d more tenures revoked", nrevoked - (int) lengthof(revoked))));
+				(errmsg_plural("%d more tenure revoked",
+							   "%d more tenures revoked",
+							   nrevoked - (int) lengthof(revoked),
+							   nrevoked - (int) lengthof(revoked))));
 
 	/* round up so that we wake after, not just before, an expiry */
 	return (long) ((next - now + 999) / 1000);

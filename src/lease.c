@@ -103,7 +103,9 @@ tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *what,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be between 1 and %d bytes long", what, maxlen),
-				 len > 0 ? errdetail("The %s given is %d bytes long.", what, len) : 0));
+				 len > 0 ? errdetail_plural("The %s given is %d byte long.",
+											"The %s given is %d bytes long.",
+											len, what, len) : 0));
 	return s;
 }
 
@@ -171,16 +173,21 @@ tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
 }
 
 /*
- * Refuse to change leases on a hot standby.
+ * Refuse to change leases or fences on a hot standby, naming the function
+ * called.
  */
-static void
-tenure_require_primary(const char *action)
+void
+tenure_require_primary(FunctionCallInfo fcinfo)
 {
+	Oid			fn = fcinfo->flinfo->fn_oid;
+
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot %s during recovery", action),
-				 errhint("Leases are acquired, renewed, released and claimed on the primary.")));
+				 errmsg("cannot execute %s() during recovery",
+						quote_qualified_identifier(get_namespace_name(get_func_namespace(fn)),
+												   get_func_name(fn))),
+				 errhint("Leases and fences are changed on the primary.")));
 }
 
 /*
@@ -320,8 +327,9 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("too many leases in use"),
-				 errdetail("All %d lease slots of shared memory are taken by leases that are held, being acquired, or still in a former holder's hold-off.",
-						   tenure_max_leases),
+				 errdetail_plural("The %d lease slot of shared memory is taken by a lease that is held, being acquired, or still in a former holder's hold-off.",
+								  "All %d lease slots of shared memory are taken by leases that are held, being acquired, or still in a former holder's hold-off.",
+								  tenure_max_leases, tenure_max_leases),
 				 errhint("Increase tenure.max_leases and restart the server, or drop unused leases.")));
 	}
 	if (found && !lease->dropped && lease->lease_id != row->id &&
@@ -419,7 +427,7 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 	tenure_arg_interval(fcinfo, 1, "ttl", false, TENURE_MAX_INTERVAL_US);
 	if (!PG_ARGISNULL(2))
 		tenure_arg_interval(fcinfo, 2, "holdoff", true, TENURE_MAX_INTERVAL_US);
-	tenure_require_primary("create a lease");
+	tenure_require_primary(fcinfo);
 
 	tenure_spi_begin(&spi);
 
@@ -489,7 +497,7 @@ tenure_drop_lease(PG_FUNCTION_ARGS)
 	Datum		args[1];
 
 	tenure_require_loaded();
-	tenure_require_primary("drop a lease");
+	tenure_require_primary(fcinfo);
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, true);
@@ -821,7 +829,7 @@ tenure_acquire_internal(FunctionCallInfo fcinfo, const char *name,
 	TransactionId xid;
 
 	tenure_require_loaded();
-	tenure_require_primary("acquire a lease");
+	tenure_require_primary(fcinfo);
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_spi_begin(&spi);
@@ -1047,7 +1055,7 @@ tenure_renew(PG_FUNCTION_ARGS)
 	int			attempt;
 
 	tenure_require_loaded();
-	tenure_require_primary("renew a lease");
+	tenure_require_primary(fcinfo);
 	tenure_make_key(&key, MyDatabaseId, name);
 
 	/*
@@ -1115,7 +1123,7 @@ tenure_release(PG_FUNCTION_ARGS)
 	Datum		args[2];
 
 	tenure_require_loaded();
-	tenure_require_primary("release a lease");
+	tenure_require_primary(fcinfo);
 
 	tenure_spi_begin(&spi);
 	/* locked until commit: a claim racing us re-checks after we are done */
@@ -1252,7 +1260,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	Datum		args[4];
 
 	tenure_require_loaded();
-	tenure_require_primary("claim an epoch");
+	tenure_require_primary(fcinfo);
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);

@@ -195,6 +195,7 @@ typedef struct TenureSpi
 } TenureSpi;
 
 /* lease.c */
+extern void tenure_require_primary(FunctionCallInfo fcinfo);
 extern void tenure_lease_init(void);
 extern void tenure_ensure_entry(const char *name, const TenureKey *key);
 

@@ -59,17 +59,17 @@ is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'),
 
 # --- changes are refused with 25006
 my @refused = (
-	[ "SELECT tenure.acquire('st', 's')",        'acquire a lease' ],
+	[ "SELECT tenure.acquire('st', 's')",        'tenure.acquire()' ],
 	[ "SELECT tenure.acquire('st', 's', wait => '1 s', session_bound => true)",
-		'acquire a lease' ],
-	[ "SELECT tenure.acquire_or_error('st', 's')", 'acquire a lease' ],
-	[ "SELECT tenure.renew('st', 'p')",           'renew a lease' ],
-	[ "SELECT tenure.release('st', 'p')",         'release a lease' ],
-	[ "SELECT tenure.claim_epoch('st', 'p')",     'claim an epoch' ],
-	[ "SELECT tenure.create_lease('new', ttl => '5 s')", 'create a lease' ],
-	[ "SELECT tenure.drop_lease('spare')",        'drop a lease' ],
-	[ "SELECT tenure.fence_table('plain_t', 'spare')", 'fence a table' ],
-	[ "SELECT tenure.unfence_table('fenced_t')",  'unfence a table' ]);
+		'tenure.acquire()' ],
+	[ "SELECT tenure.acquire_or_error('st', 's')", 'tenure.acquire_or_error()' ],
+	[ "SELECT tenure.renew('st', 'p')",           'tenure.renew()' ],
+	[ "SELECT tenure.release('st', 'p')",         'tenure.release()' ],
+	[ "SELECT tenure.claim_epoch('st', 'p')",     'tenure.claim_epoch()' ],
+	[ "SELECT tenure.create_lease('new', ttl => '5 s')", 'tenure.create_lease()' ],
+	[ "SELECT tenure.drop_lease('spare')",        'tenure.drop_lease()' ],
+	[ "SELECT tenure.fence_table('plain_t', 'spare')", 'tenure.fence_table()' ],
+	[ "SELECT tenure.unfence_table('fenced_t')",  'tenure.unfence_table()' ]);
 for my $case (@refused)
 {
 	my ($sql, $what) = @$case;
@@ -81,8 +81,8 @@ for my $case (@refused)
 	isnt($rc, 0, "standby: $sql fails");
 	like(
 		$err,
-		qr/ERROR:  25006: cannot \Q$what\E during recovery/,
-		"standby: $sql: 25006, \"cannot $what during recovery\"");
+		qr/ERROR:  25006: cannot execute \Q$what\E during recovery/,
+		"standby: $sql: 25006, \"cannot execute $what during recovery\"");
 }
 
 # --- reading works
