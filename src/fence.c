@@ -141,8 +141,15 @@ char	   *tenure_tokens_string = NULL;
 static TenureTokens *tenure_tokens = NULL;
 
 /*
- * The transaction in which tenure.tokens was last assigned (a serial of
- * txn.c), or 0 if it was assigned outside a running transaction: by the
+ * Serial number of the current top-level transaction of this backend,
+ * counted from 1 and advanced when a transaction ends (commit, abort or
+ * prepare: tenure_fence_reset()).
+ */
+static uint64 tenure_fence_serial = 1;
+
+/*
+ * The transaction in which tenure.tokens was last assigned (a serial as
+ * above), or 0 if it was assigned outside a running transaction: by the
  * configuration, at connection start (ALTER ROLE/DATABASE ... SET,
  * PGOPTIONS), or when a transaction's SET LOCAL is undone at its end.
  * Tokens count only in the transaction that presented them.
@@ -338,7 +345,7 @@ tenure_tokens_assign(const char *newval, void *extra)
 	 * already) and values from outside any transaction belong to none.
 	 */
 	if (IsTransactionState() || GetCurrentTransactionNestLevel() > 1)
-		tenure_tokens_serial = tenure_txn_serial();
+		tenure_tokens_serial = tenure_fence_serial;
 	else
 		tenure_tokens_serial = 0;
 }
@@ -372,7 +379,7 @@ static int64
 tenure_presented(const char *name)
 {
 	if (tenure_tokens_serial == 0 ||
-		tenure_tokens_serial != tenure_txn_serial())
+		tenure_tokens_serial != tenure_fence_serial)
 		return 0;
 	return tenure_token_of(name);
 }
@@ -737,11 +744,13 @@ tenure_fence_seal(void)
 }
 
 /*
- * Forget the transaction's fence uses and check (commit or abort).
+ * Forget the transaction's fence uses and check (commit, abort or
+ * prepare); the next transaction has a new serial.
  */
 void
 tenure_fence_reset(void)
 {
+	tenure_fence_serial++;
 	tenure_fence_uses = NIL;
 	tenure_fence_checked = false;
 }

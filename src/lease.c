@@ -173,24 +173,6 @@ tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
 }
 
 /*
- * Refuse to change leases or fences on a hot standby, naming the function
- * called.
- */
-void
-tenure_require_primary(FunctionCallInfo fcinfo)
-{
-	Oid			fn = fcinfo->flinfo->fn_oid;
-
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot execute %s() during recovery",
-						quote_qualified_identifier(get_namespace_name(get_func_namespace(fn)),
-												   get_func_name(fn))),
-				 errhint("Leases and fences are changed on the primary.")));
-}
-
-/*
  * The last (caller, owner) pair found to pass tenure_check_owner(); reset
  * whenever roles or role memberships change.  Lets renew check rights
  * without leaving the LWLock.

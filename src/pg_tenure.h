@@ -151,6 +151,7 @@ extern struct HTAB *tenure_leases;
 extern Size tenure_shmem_size(void);
 extern void tenure_shmem_init(void);
 extern void tenure_require_loaded(void);
+extern void tenure_require_primary(FunctionCallInfo fcinfo);
 extern int64 tenure_mono_now(void);
 extern TimestampTz tenure_mono_to_wall(int64 mono, int64 now_mono,
 									   TimestampTz now_wall);
@@ -180,7 +181,6 @@ typedef enum TenureActionKind
 } TenureActionKind;
 
 extern void tenure_txn_init(void);
-extern uint64 tenure_txn_serial(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
 extern void tenure_txn_issued(uint64 token, int64 epoch);
@@ -195,7 +195,6 @@ typedef struct TenureSpi
 } TenureSpi;
 
 /* lease.c */
-extern void tenure_require_primary(FunctionCallInfo fcinfo);
 extern void tenure_lease_init(void);
 extern void tenure_ensure_entry(const char *name, const TenureKey *key);
 

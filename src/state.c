@@ -64,10 +64,14 @@
 
 #include <time.h>
 
+#include "access/xlog.h"
+#include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
@@ -141,6 +145,24 @@ tenure_require_loaded(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pg_tenure must be loaded via shared_preload_libraries"),
 				 errhint("Add pg_tenure to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+/*
+ * Refuse to change leases or fences on a hot standby, naming the function
+ * called.
+ */
+void
+tenure_require_primary(FunctionCallInfo fcinfo)
+{
+	Oid			fn = fcinfo->flinfo->fn_oid;
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s() during recovery",
+						quote_qualified_identifier(get_namespace_name(get_func_namespace(fn)),
+												   get_func_name(fn))),
+				 errhint("Leases and fences are changed on the primary.")));
 }
 
 /*

@@ -54,24 +54,6 @@ typedef struct TenureAction
 static List *tenure_actions = NIL;
 
 /*
- * Serial number of the current top-level transaction of this backend,
- * counted from 1 and advanced when a transaction ends (commit, abort or
- * prepare).  fence.c uses it to count tokens only in the transaction that
- * presented them.
- */
-static uint64 tenure_serial = 1;
-
-/*
- * The serial number of the current (or, between transactions, the next)
- * top-level transaction.
- */
-uint64
-tenure_txn_serial(void)
-{
-	return tenure_serial;
-}
-
-/*
  * Remember an action of the current (sub)transaction.
  */
 void
@@ -388,7 +370,6 @@ tenure_xact_callback(XactEvent event, void *arg)
 			tenure_txn_preprepare();
 			return;
 		case XACT_EVENT_COMMIT:
-			tenure_serial++;
 			tenure_fence_reset();
 			if (tenure_actions != NIL)
 			{
@@ -405,7 +386,6 @@ tenure_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 			/* (PRE_PREPARE refused to prepare anything that mattered) */
-			tenure_serial++;
 			tenure_fence_reset();
 			if (tenure_actions != NIL)
 			{
