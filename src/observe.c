@@ -1,7 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * observe.c
- *		Waiting for a lease's tenure to become active: await_active.
+ *		What backends can see of leases without changing them: the
+ *		shared-memory state behind tenure.leases, await_change,
+ *		await_active and the size of shared memory.
+ *
+ * await_change() sleeps until a lease's holder or epoch differs from what
+ * the caller knew (see its comment).
  *
  * acquire() returns a new tenure's epoch at once, but the tenure may still
  * be waiting out its predecessor's hold-off (see "Hold-off" in the README);
@@ -18,16 +23,27 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/xlog.h"
 #include "common/int.h"
+#include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
 
 PG_FUNCTION_INFO_V1(tenure_await_active);
+PG_FUNCTION_INFO_V1(tenure_lease_state);
+PG_FUNCTION_INFO_V1(tenure_await_change);
+PG_FUNCTION_INFO_V1(tenure_shared_memory_bytes);
+
+/* how often await_change reads the table during recovery */
+#define TENURE_STANDBY_POLL_MS	100L
 
 /* longest wait of await_active */
 #define TENURE_MAX_WAIT_US	((int64) USECS_PER_DAY)
@@ -164,4 +180,259 @@ tenure_await_active(PG_FUNCTION_ARGS)
 	ConditionVariableCancelSleep();
 
 	PG_RETURN_BOOL(result);
+}
+
+/*
+ * tenure._lease_state() returns setof record
+ *
+ * The shared-memory state of this database's leases, for tenure.leases.
+ */
+Datum
+tenure_lease_state(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	TenureLease *copies;
+	long		room;
+	long		ncopies = 0;
+	long		i;
+	int64		now_mono;
+	TimestampTz now_wall;
+
+	tenure_require_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+
+	now_mono = tenure_mono_now();
+	now_wall = GetCurrentTimestamp();
+
+	/*
+	 * Copy this database's entries out under one hold of the lock, without
+	 * allocating there; build the tuples afterwards.  Size the copy from
+	 * the table's count, then count again under the hold that copies: if
+	 * the table grew in between, free, grow and try again.  Every try that
+	 * fails saw a larger count, which never exceeds tenure.max_leases, so
+	 * this ends; and rows are copied only when all of them fit.
+	 */
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	room = hash_get_num_entries(tenure_leases) + 16;
+	LWLockRelease(tenure_shared->lock);
+	for (;;)
+	{
+		long		count;
+
+		copies = palloc_extended(sizeof(TenureLease) * room, MCXT_ALLOC_HUGE);
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		count = hash_get_num_entries(tenure_leases);
+		if (count <= room)
+		{
+			hash_seq_init(&scan, tenure_leases);
+			while ((lease = hash_seq_search(&scan)) != NULL)
+			{
+				if (lease->key.dbid == MyDatabaseId && !lease->dropped)
+					copies[ncopies++] = *lease;
+			}
+		}
+		LWLockRelease(tenure_shared->lock);
+		if (count <= room)
+			break;
+		pfree(copies);
+		room = count + 16;
+	}
+
+	for (i = 0; i < ncopies; i++)
+	{
+		Datum		values[12];
+		bool		nulls[12];
+		bool		live;
+
+		lease = &copies[i];
+		memset(nulls, 0, sizeof(nulls));
+		live = tenure_is_live(lease, now_mono);
+
+		values[0] = CStringGetTextDatum(lease->key.name);
+		values[1] = CStringGetTextDatum(live ? "held" :
+										lease->state == TENURE_PENDING ? "pending" : "free");
+		values[2] = CStringGetTextDatum(lease->holder);
+		nulls[2] = !live;
+		values[3] = Int64GetDatum(lease->epoch);
+		values[4] = BoolGetDatum(lease->session_bound);
+		nulls[4] = !live;
+		values[5] = TimestampTzGetDatum(lease->acquired_wall);
+		nulls[5] = !live;
+		values[6] = TimestampTzGetDatum(tenure_mono_to_wall(lease->renewed_mono,
+															now_mono, now_wall));
+		nulls[6] = !live;
+		values[7] = TimestampTzGetDatum(tenure_mono_to_wall(lease->renewed_mono + lease->ttl_us,
+															now_mono, now_wall));
+		nulls[7] = !live;
+		values[8] = TimestampTzGetDatum(tenure_mono_to_wall(lease->active_mono,
+															now_mono, now_wall));
+		nulls[8] = !live;
+		values[9] = Int32GetDatum(lease->holder_pid);
+		nulls[9] = !live || lease->holder_pid == 0;
+		values[10] = BoolGetDatum(lease->lock_held);
+		values[11] = Int64GetDatum((int64) lease->transitions);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pfree(copies);
+
+	return (Datum) 0;
+}
+
+/*
+ * tenure.await_change(lease, known_epoch, known_holder, timeout)
+ *		returns (changed boolean, holder text, epoch bigint)
+ *
+ * Sleeps until the lease's live holder or its epoch differs from what the
+ * caller knew, or until the timeout; returns what it then sees.  A NULL
+ * known_epoch returns at once.  Wakes on every lease change and when the
+ * holder's tenure expires, without polling.
+ */
+Datum
+tenure_await_change(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_lease(fcinfo, 0);
+	bool		know_epoch = !PG_ARGISNULL(1);
+	int64		known_epoch = know_epoch ? PG_GETARG_INT64(1) : 0;
+	char	   *known_holder = PG_ARGISNULL(2) ? NULL :
+		tenure_arg_text(fcinfo, 2, "holder", TENURE_HOLDER_MAX);
+	int64		timeout_us = tenure_arg_interval(fcinfo, 3, "timeout", true,
+												 TENURE_MAX_INTERVAL_US);
+	TenureKey	key;
+	TenureLease *lease;
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	char		holder[TENURE_HOLDER_MAX + 1];
+	bool		held = false;
+	int64		epoch = 0;
+	bool		changed = false;
+	int64		deadline;
+	int64		row_epoch;
+	int64		row_id;
+	bool		had_entry = false;
+
+	tenure_require_loaded();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tenure_make_key(&key, MyDatabaseId, name);
+
+	deadline = tenure_mono_now() + timeout_us;
+
+	if (RecoveryInProgress())
+	{
+		/*
+		 * Replay does not touch shared memory: read the table until the
+		 * epoch changes.  Nobody holds a tenure on a standby.
+		 */
+		MemoryContext loop_cxt = AllocSetContextCreate(CurrentMemoryContext,
+													   "tenure await_change",
+													   ALLOCSET_SMALL_SIZES);
+		MemoryContext old_cxt = MemoryContextSwitchTo(loop_cxt);
+
+		for (;;)
+		{
+			TenureSpi	spi;
+			TenureRow	row;
+
+			MemoryContextReset(loop_cxt);
+			tenure_spi_begin(&spi);
+			tenure_load_row(name, &row, false);
+			tenure_spi_end(&spi);
+			epoch = row.epoch;
+			changed = !know_epoch || epoch != known_epoch || known_holder != NULL;
+			if (changed || tenure_mono_now() >= deadline)
+				break;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 Min(TENURE_STANDBY_POLL_MS,
+								 Max((deadline - tenure_mono_now() + 999) / 1000, 1)),
+							 TENURE_WAIT_EVENT);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+		MemoryContextSwitchTo(old_cxt);
+		MemoryContextDelete(loop_cxt);
+		values[0] = BoolGetDatum(changed);
+		nulls[1] = true;
+		values[2] = Int64GetDatum(epoch);
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+														  values, nulls)));
+	}
+
+	/*
+	 * A lease that is not held needs no slot: its epoch is in its row (the
+	 * latest committed one), and once it is acquired its entry appears
+	 * and the acquisition's commit wakes us.  An entry of another lease
+	 * id is a dropped predecessor's: not ours.
+	 */
+	{
+		TenureSpi	spi;
+		TenureRow	row;
+
+		tenure_spi_begin(&spi);
+		(void) tenure_load_committed(name, &row, false, NULL);
+		tenure_spi_end(&spi);
+		row_epoch = row.epoch;
+		row_id = row.id;
+	}
+
+	ConditionVariablePrepareToSleep(&tenure_shared->cv);
+	for (;;)
+	{
+		int64		now = tenure_mono_now();
+		int64		wake = deadline;
+		bool		gone = false;
+
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
+		held = false;
+		epoch = row_epoch;
+		if (lease != NULL && !lease->dropped && lease->lease_id == row_id)
+		{
+			had_entry = true;
+			epoch = Max(lease->epoch, row_epoch);
+			if (tenure_is_live(lease, now))
+			{
+				held = true;
+				strlcpy(holder, lease->holder, sizeof(holder));
+				wake = Min(wake, lease->renewed_mono + lease->ttl_us);
+			}
+		}
+		else if (had_entry)
+			gone = true;		/* dropped, or its slot reused: look again */
+		LWLockRelease(tenure_shared->lock);
+
+		changed = !know_epoch || gone || epoch != known_epoch ||
+			held != (known_holder != NULL) ||
+			(held && strcmp(holder, known_holder) != 0);
+		if (changed || now >= deadline)
+			break;
+		(void) ConditionVariableTimedSleep(&tenure_shared->cv,
+										   Max((wake - now + 999) / 1000, 1),
+										   TENURE_WAIT_EVENT);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ConditionVariableCancelSleep();
+
+	values[0] = BoolGetDatum(changed);
+	if (held)
+		values[1] = CStringGetTextDatum(holder);
+	nulls[1] = !held;
+	values[2] = Int64GetDatum(epoch);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
+}
+
+/*
+ * tenure.shared_memory_bytes() returns bigint
+ *
+ * Bytes of shared memory pg_tenure reserved at server start.
+ */
+Datum
+tenure_shared_memory_bytes(PG_FUNCTION_ARGS)
+{
+	tenure_require_loaded();
+	PG_RETURN_INT64((int64) tenure_shmem_size());
 }

@@ -195,6 +195,13 @@ typedef struct TenureSpi
 } TenureSpi;
 
 /* lease.c */
+/* longest ttl, hold-off, wait or timeout argument */
+#define TENURE_MAX_INTERVAL_US	((int64) USECS_PER_DAY)
+extern char *tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *what,
+							 int maxlen);
+extern char *tenure_arg_lease(FunctionCallInfo fcinfo, int argno);
+extern int64 tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
+								 bool allow_zero, int64 max_us);
 extern void tenure_lease_init(void);
 extern void tenure_ensure_entry(const char *name, const TenureKey *key);
 
