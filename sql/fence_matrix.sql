@@ -699,6 +699,74 @@ SELECT tenure.unfence_table('mx_typed');
 DROP TABLE mx_typed;
 DROP TYPE mx_ty;
 
+-- values change without a rewrite when a column's type changes under
+-- it: a domain, collation or type dropped with CASCADE drops the fenced
+-- column; an attribute added to or dropped from a composite type or a
+-- table whose row type a fenced column has (directly, in an array or
+-- through a domain) changes every value of that column
+CREATE DOMAIN mx_dom AS int;
+CREATE TYPE mx_comp AS (x int, secret text);
+CREATE DOMAIN mx_cdom AS mx_comp;
+CREATE TABLE mx_row (x int, secret text);
+CREATE TABLE mx_cv (k int, d mx_dom, c mx_comp, ca mx_comp[], cd mx_cdom, r mx_row);
+SELECT tenure.fence_table('mx_cv', 'fence_matrix');
+BEGIN;
+SELECT set_config('tenure.tokens', :'t_right', true) IS NOT NULL AS current_token;
+INSERT INTO mx_cv VALUES (1, 1, (1, 's'), ARRAY[(2, 's')::mx_comp], (3, 's'), (4, 's'));
+COMMIT;
+SET client_min_messages = warning;  -- (the cascades' notices)
+SELECT s AS "changes under a fenced column", pg_temp.outcome(s, '') AS no_token,
+	   pg_temp.outcome(s, :'t_stale') AS stale_token
+  FROM unnest(ARRAY['DROP DOMAIN mx_dom CASCADE',
+					'ALTER TYPE mx_comp DROP ATTRIBUTE secret',
+					'ALTER TYPE mx_comp ADD ATTRIBUTE z int',
+					'ALTER TABLE mx_row DROP COLUMN secret',
+					'ALTER TABLE mx_row ADD COLUMN z int',
+					'DROP TABLE mx_row CASCADE']) AS s;
+RESET client_min_messages;
+SELECT * FROM mx_cv;
+BEGIN;
+SELECT set_config('tenure.tokens', :'t_right', true) IS NOT NULL AS current_token;
+ALTER TYPE mx_comp DROP ATTRIBUTE secret;
+DROP DOMAIN mx_dom CASCADE;
+COMMIT;
+SELECT * FROM mx_cv;
+SELECT tenure.unfence_table('mx_cv');
+DROP TABLE mx_cv, mx_row;
+DROP DOMAIN mx_cdom;
+DROP TYPE mx_comp;
+
+-- SET UNLOGGED leaves every row to be lost at the next crash (and on
+-- standbys): a write; SET LOGGED is not
+CREATE TABLE mx_ul (k int);
+SELECT tenure.fence_table('mx_ul', 'fence_matrix');
+SELECT s AS "persistence", pg_temp.outcome(s, '') AS no_token,
+	   pg_temp.outcome(s, :'t_stale') AS stale_token
+  FROM unnest(ARRAY['ALTER TABLE mx_ul SET UNLOGGED']) AS s;
+SELECT relpersistence FROM pg_class WHERE oid = 'mx_ul'::regclass;
+BEGIN;
+SELECT set_config('tenure.tokens', :'t_right', true) IS NOT NULL AS current_token;
+ALTER TABLE mx_ul SET UNLOGGED;
+COMMIT;
+ALTER TABLE mx_ul SET LOGGED;
+SELECT relpersistence FROM pg_class WHERE oid = 'mx_ul'::regclass;
+SELECT tenure.unfence_table('mx_ul');
+DROP TABLE mx_ul;
+
+-- temporary tables are dropped at the end of their session (or by
+-- DISCARD), where nothing can check them: they cannot be fenced, nor join
+-- a fenced tree
+-- (the temporary schema's number masked)
+CREATE TEMP TABLE mx_tmp (k int NOT NULL, v text NOT NULL);
+SELECT regexp_replace(pg_temp.err($$SELECT tenure.fence_table('mx_tmp', 'fence_matrix')$$),
+					  'pg_temp_\d+', 'pg_temp_N', 'g') AS err;
+SELECT regexp_replace(pg_temp.err($$CREATE TEMP TABLE mx_tmp_child () INHERITS (mx_i)$$),
+					  'pg_temp_\d+', 'pg_temp_N', 'g') AS err;
+SELECT regexp_replace(pg_temp.err($$ALTER TABLE mx_tmp INHERIT mx_i$$, :'t_right'),
+					  'pg_temp_\d+', 'pg_temp_N', 'g') AS err;
+SELECT count(*) AS temp_fenced FROM tenure.fenced WHERE tbl::text LIKE '%mx_tmp%';
+DROP TABLE mx_tmp;
+
 -- rewrites that recompute values are checked when the table is rewritten
 -- too, whichever command rewrites it (the check above, on ALTER TABLE,
 -- turned off here by a superuser, shows it)

@@ -490,6 +490,14 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 		Oid			rel = lfirst_oid(lc);
 		Oid			subid;
 
+		if (get_rel_persistence(rel) == RELPERSISTENCE_TEMP)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 rel == relid ?
+					 errmsg("cannot fence temporary table %s", tenure_rel_qualified(rel)) :
+					 errmsg("cannot fence table %s because its partition or child %s is a temporary table",
+							tenure_rel_qualified(relid), tenure_rel_qualified(rel)),
+					 errdetail("A temporary table is dropped when its session ends, or by DISCARD, where no fence can check it.")));
 		if (get_rel_relkind(rel) == RELKIND_FOREIGN_TABLE)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -753,6 +761,14 @@ tenure_fence_ddl_trees(void)
 						 edge->child);
 				if (!list_member_oid(round, edge->child))
 				{
+					if (get_rel_persistence(edge->child) == RELPERSISTENCE_TEMP)
+						ereport(ERROR,
+								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+								 errmsg("cannot make temporary table %s a partition or child of table %s, which is fenced by lease \"%s\"",
+										tenure_rel_qualified(edge->child),
+										tenure_rel_qualified(edge->parent),
+										edge->parent_lease),
+								 errdetail("A temporary table is dropped when its session ends, or by DISCARD, where no fence can check it.")));
 					tenure_fence_ddl_other_parents(edge);
 					tenure_fence_one(edge->child, edge->parent_lease);
 					round = lappend_oid(round, edge->child);
@@ -1073,6 +1089,66 @@ tenure_fence_ddl_write(Oid relid, const char *command)
 }
 
 /*
+ * Fenced tables with a column whose type is built on the row type of
+ * relid (a table or a composite type): the type itself, an array or a
+ * domain over it, or a composite type with such an attribute, to any
+ * depth, followed through pg_depend.  Adding or dropping an attribute of
+ * that row type changes the values those columns hold, without a rewrite:
+ * a fenced write to each such table.  (They are not locked: the command
+ * does not lock them either.)
+ */
+static void
+tenure_fence_ddl_rowtype_users(Oid relid, const char *command)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	TenureSpi	spi;
+	Datum		args[1];
+	List	   *leases = NIL;
+	List	   *tables = NIL;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	uint64		i;
+
+	tenure_spi_begin(&spi);
+	args[0] = ObjectIdGetDatum(relid);
+	tenure_fence_query("WITH RECURSIVE dep (classid, objid) AS ("
+					   "  SELECT 'pg_catalog.pg_type'::pg_catalog.regclass::pg_catalog.oid, c.reltype"
+					   "   FROM pg_catalog.pg_class c"
+					   "   WHERE c.oid OPERATOR(pg_catalog.=) $1"
+					   "   AND c.reltype OPERATOR(pg_catalog.<>) 0"
+					   "  UNION"
+					   "  SELECT d.classid, d.objid FROM pg_catalog.pg_depend d JOIN dep"
+					   "   ON d.refclassid OPERATOR(pg_catalog.=) dep.classid"
+					   "   AND d.refobjid OPERATOR(pg_catalog.=) dep.objid"
+					   "   WHERE d.classid OPERATOR(pg_catalog.=) ANY (ARRAY["
+					   "    'pg_catalog.pg_type'::pg_catalog.regclass,"
+					   "    'pg_catalog.pg_class'::pg_catalog.regclass]::pg_catalog.oid[])"
+					   "   AND d.deptype OPERATOR(pg_catalog.=) ANY ('{n,i}'::pg_catalog.\"char\"[]))"
+					   " SELECT DISTINCT ON (f.lease) f.lease, c.relname"
+					   " FROM dep JOIN tenure.fenced f"
+					   "  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) dep.objid"
+					   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) dep.objid"
+					   " WHERE dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					   " AND dep.objid OPERATOR(pg_catalog.<>) $1"
+					   " ORDER BY f.lease, c.relname",
+					   1, args);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		leases = lappend(leases, pstrdup(SPI_getvalue(tup, desc, 1)));
+		tables = lappend(tables, pstrdup(SPI_getvalue(tup, desc, 2)));
+		MemoryContextSwitchTo(old);
+	}
+	tenure_spi_end(&spi);
+
+	forboth(lc1, leases, lc2, tables)
+		tenure_fence_ddl_check(lfirst(lc1), lfirst(lc2), command);
+}
+
+/*
  * The typed tables of composite type relid (its pg_class row), locked as
  * ALTER TYPE ... CASCADE will lock them, are written by that command.
  */
@@ -1120,7 +1196,14 @@ tenure_fence_ddl_typed_tables(Oid relid, const char *command)
  *   EXPRESSION give every row a value, take one away or convert it (a
  *   USING expression or a volatile default can set anything);
  * - ATTACH PARTITION and INHERIT bring a table's rows into the tree,
- *   DETACH PARTITION and NO INHERIT take them out of it.
+ *   DETACH PARTITION and NO INHERIT take them out of it;
+ * - SET UNLOGGED leaves every row to be lost at the next crash, and on
+ *   every standby.
+ *
+ * Adding, dropping or retyping a column of any table or composite type
+ * also changes the values of fenced columns of that row type (or of an
+ * array, domain or composite type built on it): see
+ * tenure_fence_ddl_rowtype_users().
  *
  * The table is locked first, as the command itself will lock it, so that a
  * fence_table() committed before the command runs is seen: fence_table()
@@ -1138,6 +1221,7 @@ tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
 	ListCell   *lc;
 	RangeVar   *parent = NULL;
 	bool		writes = false;
+	bool		columns = false;
 	Oid			relid;
 
 	if (stmt->objtype != OBJECT_TABLE && stmt->objtype != OBJECT_TYPE)
@@ -1154,6 +1238,10 @@ tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
 			case AT_AddColumn:
 			case AT_DropColumn:
 			case AT_AlterColumnType:
+				columns = true;
+				writes = true;
+				break;
+			case AT_SetUnLogged:
 			case AT_AttachPartition:
 			case AT_DetachPartition:
 			case AT_DetachPartitionFinalize:
@@ -1172,6 +1260,8 @@ tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
 	relid = AlterTableLookupRelation(stmt, AlterTableGetLockLevel(stmt->cmds));
 	if (!OidIsValid(relid))
 		return;
+	if (columns)
+		tenure_fence_ddl_rowtype_users(relid, command);
 	if (stmt->objtype == OBJECT_TYPE)
 	{
 		tenure_fence_ddl_typed_tables(relid, command);
@@ -1218,9 +1308,11 @@ tenure_fence_ddl_rewrite(const char *command)
 
 /*
  * On sql_drop: dropping a fenced table, on its own, with its tree or by a
- * cascade, deletes every row it holds: a fenced write, checked before the
- * drop commits.  (To drop fenced tables without presenting the epoch,
- * unfence them first.)
+ * cascade, deletes every row it holds, and dropping one of its columns
+ * (also by a cascade from the column's type, domain, collation, function
+ * or extension) deletes a value of every row: fenced writes, checked
+ * before the drop commits.  (To drop fenced tables without presenting the
+ * epoch, unfence them first.)
  */
 static void
 tenure_fence_ddl_dropped_tables(const char *command)
@@ -1239,7 +1331,6 @@ tenure_fence_ddl_dropped_tables(const char *command)
 					   " JOIN tenure.fenced f"
 					   "  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid"
 					   " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-					   " AND d.objsubid OPERATOR(pg_catalog.=) 0"
 					   " ORDER BY f.lease, d.address_names[2]",
 					   0, NULL);
 	for (i = 0; i < SPI_processed; i++)
