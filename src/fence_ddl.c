@@ -1072,6 +1072,40 @@ tenure_fence_ddl_check(const char *lease, const char *table, const char *command
 }
 
 /*
+ * Run a query (see tenure_fence_query()) whose rows are (lease, table
+ * name) pairs, and check each as a fenced write by the DDL command.
+ */
+static void
+tenure_fence_ddl_check_query(const char *sql, int nargs, Datum *args,
+							 const char *command)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	TenureSpi	spi;
+	List	   *leases = NIL;
+	List	   *tables = NIL;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	uint64		i;
+
+	tenure_spi_begin(&spi);
+	tenure_fence_query(sql, nargs, args);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		leases = lappend(leases, pstrdup(SPI_getvalue(tup, desc, 1)));
+		tables = lappend(tables, pstrdup(SPI_getvalue(tup, desc, 2)));
+		MemoryContextSwitchTo(old);
+	}
+	tenure_spi_end(&spi);
+
+	forboth(lc1, leases, lc2, tables)
+		tenure_fence_ddl_check(lfirst(lc1), lfirst(lc2), command);
+}
+
+/*
  * DDL that changes the rows of table relid, or the rows its partition or
  * inheritance tree holds, is a write to its fence, if it is fenced.
  */
@@ -1100,52 +1134,30 @@ tenure_fence_ddl_write(Oid relid, const char *command)
 static void
 tenure_fence_ddl_rowtype_users(Oid relid, const char *command)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	TenureSpi	spi;
 	Datum		args[1];
-	List	   *leases = NIL;
-	List	   *tables = NIL;
-	ListCell   *lc1;
-	ListCell   *lc2;
-	uint64		i;
 
-	tenure_spi_begin(&spi);
 	args[0] = ObjectIdGetDatum(relid);
-	tenure_fence_query("WITH RECURSIVE dep (classid, objid) AS ("
-					   "  SELECT 'pg_catalog.pg_type'::pg_catalog.regclass::pg_catalog.oid, c.reltype"
-					   "   FROM pg_catalog.pg_class c"
-					   "   WHERE c.oid OPERATOR(pg_catalog.=) $1"
-					   "   AND c.reltype OPERATOR(pg_catalog.<>) 0"
-					   "  UNION"
-					   "  SELECT d.classid, d.objid FROM pg_catalog.pg_depend d JOIN dep"
-					   "   ON d.refclassid OPERATOR(pg_catalog.=) dep.classid"
-					   "   AND d.refobjid OPERATOR(pg_catalog.=) dep.objid"
-					   "   WHERE d.classid OPERATOR(pg_catalog.=) ANY (ARRAY["
-					   "    'pg_catalog.pg_type'::pg_catalog.regclass,"
-					   "    'pg_catalog.pg_class'::pg_catalog.regclass]::pg_catalog.oid[])"
-					   "   AND d.deptype OPERATOR(pg_catalog.=) ANY ('{n,i}'::pg_catalog.\"char\"[]))"
-					   " SELECT DISTINCT ON (f.lease) f.lease, c.relname"
-					   " FROM dep JOIN tenure.fenced f"
-					   "  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) dep.objid"
-					   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) dep.objid"
-					   " WHERE dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-					   " AND dep.objid OPERATOR(pg_catalog.<>) $1"
-					   " ORDER BY f.lease, c.relname",
-					   1, args);
-	for (i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-
-		leases = lappend(leases, pstrdup(SPI_getvalue(tup, desc, 1)));
-		tables = lappend(tables, pstrdup(SPI_getvalue(tup, desc, 2)));
-		MemoryContextSwitchTo(old);
-	}
-	tenure_spi_end(&spi);
-
-	forboth(lc1, leases, lc2, tables)
-		tenure_fence_ddl_check(lfirst(lc1), lfirst(lc2), command);
+	tenure_fence_ddl_check_query("WITH RECURSIVE dep (classid, objid) AS ("
+								 "  SELECT 'pg_catalog.pg_type'::pg_catalog.regclass::pg_catalog.oid, c.reltype"
+								 "   FROM pg_catalog.pg_class c"
+								 "   WHERE c.oid OPERATOR(pg_catalog.=) $1"
+								 "   AND c.reltype OPERATOR(pg_catalog.<>) 0"
+								 "  UNION"
+								 "  SELECT d.classid, d.objid FROM pg_catalog.pg_depend d JOIN dep"
+								 "   ON d.refclassid OPERATOR(pg_catalog.=) dep.classid"
+								 "   AND d.refobjid OPERATOR(pg_catalog.=) dep.objid"
+								 "   WHERE d.classid OPERATOR(pg_catalog.=) ANY (ARRAY["
+								 "    'pg_catalog.pg_type'::pg_catalog.regclass,"
+								 "    'pg_catalog.pg_class'::pg_catalog.regclass]::pg_catalog.oid[])"
+								 "   AND d.deptype OPERATOR(pg_catalog.=) ANY ('{n,i}'::pg_catalog.\"char\"[]))"
+								 " SELECT DISTINCT ON (f.lease) f.lease, c.relname"
+								 " FROM dep JOIN tenure.fenced f"
+								 "  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) dep.objid"
+								 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) dep.objid"
+								 " WHERE dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+								 " AND dep.objid OPERATOR(pg_catalog.<>) $1"
+								 " ORDER BY f.lease, c.relname",
+								 1, args, command);
 }
 
 /*
@@ -1317,36 +1329,13 @@ tenure_fence_ddl_rewrite(const char *command)
 static void
 tenure_fence_ddl_dropped_tables(const char *command)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	TenureSpi	spi;
-	List	   *leases = NIL;
-	List	   *tables = NIL;
-	ListCell   *lc1;
-	ListCell   *lc2;
-	uint64		i;
-
-	tenure_spi_begin(&spi);
-	tenure_fence_query("SELECT DISTINCT ON (f.lease) f.lease, d.address_names[2]"
-					   " FROM pg_catalog.pg_event_trigger_dropped_objects() d"
-					   " JOIN tenure.fenced f"
-					   "  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid"
-					   " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-					   " ORDER BY f.lease, d.address_names[2]",
-					   0, NULL);
-	for (i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-
-		leases = lappend(leases, pstrdup(SPI_getvalue(tup, desc, 1)));
-		tables = lappend(tables, pstrdup(SPI_getvalue(tup, desc, 2)));
-		MemoryContextSwitchTo(old);
-	}
-	tenure_spi_end(&spi);
-
-	forboth(lc1, leases, lc2, tables)
-		tenure_fence_ddl_check(lfirst(lc1), lfirst(lc2), command);
+	tenure_fence_ddl_check_query("SELECT DISTINCT ON (f.lease) f.lease, d.address_names[2]"
+								 " FROM pg_catalog.pg_event_trigger_dropped_objects() d"
+								 " JOIN tenure.fenced f"
+								 "  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid"
+								 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+								 " ORDER BY f.lease, d.address_names[2]",
+								 0, NULL, command);
 }
 
 /*
