@@ -63,7 +63,6 @@
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -393,7 +392,7 @@ tenure_fence_check(const char *name, const char *table, bool at_commit,
 				   int *fence_lock)
 {
 	TenureKey	key;
-	TenureLease *lease;
+	TenureFenceView view;
 	int64		presented;
 	int64		current = 0;
 	bool		live = false;
@@ -406,16 +405,14 @@ tenure_fence_check(const char *name, const char *table, bool at_commit,
 	tenure_make_key(&key, MyDatabaseId, name);
 retry:
 	now = tenure_mono_now();
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-	known = lease != NULL && !lease->dropped;
+	tenure_state_fence(&key, now, &view);
+	known = view.known;
 	if (known)
 	{
-		current = lease->epoch;
-		live = tenure_is_live(lease, now);
-		lock = lease->fence_lock;
+		current = view.epoch;
+		live = view.live;
+		lock = view.fence_lock;
 	}
-	LWLockRelease(tenure_shared->lock);
 	if (fence_lock)
 		*fence_lock = lock;
 
@@ -651,19 +648,14 @@ tenure_fence_precommit(void)
 	{
 		TenureFenceUse *use = lfirst(lc);
 		TenureKey	key;
-		TenureLease *lease;
-		bool		known;
+		TenureFenceView view;
 
 		if (use->fence_lock >= 0)
 			continue;
 		tenure_make_key(&key, MyDatabaseId, use->lease);
-		LWLockAcquire(tenure_shared->lock, LW_SHARED);
-		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
-		known = lease != NULL;
-		if (known)
-			use->fence_lock = lease->fence_lock;
-		LWLockRelease(tenure_shared->lock);
-		if (use->fence_lock < 0 && (known || use->mode == ExclusiveLock))
+		tenure_state_fence(&key, tenure_mono_now(), &view);
+		use->fence_lock = view.fence_lock;
+		if (use->fence_lock < 0 && (view.has_entry || use->mode == ExclusiveLock))
 			elog(ERROR, "lease \"%s\" has no fence lock", use->lease);
 	}
 

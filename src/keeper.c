@@ -9,12 +9,14 @@
  * lock tag's database, so one process can hold advisory locks "in" every
  * database, and pg_locks shows them there under the keeper's pid.
  *
- * Backends ask for a lock by setting lock_wanted on an entry and setting
- * the keeper's latch; the keeper answers by setting lock_held or
- * lock_failed (with lock_no_memory when the shared lock table is full
- * rather than a foreign session in the way) and broadcasting the condition
- * variable.  All lock calls are
- * conditional, made while holding the tenure LWLock (see state.c).
+ * Backends ask for a lock by reserving a lease (tenure_state_reserve()),
+ * which marks its entry as wanting the lock and sets the keeper's latch;
+ * the keeper's pass (tenure_state_keeper_pass()) answers by taking the
+ * lock or marking the request failed (telling a full shared lock table
+ * from a foreign session in the way) and broadcasting the condition
+ * variable.  All lock calls are conditional, made while holding the
+ * tenure LWLock (see state.c).  This file runs the process: signals,
+ * error recovery, the wait between passes and the log.
  *
  * When the keeper exits, its locks go with it.  It comes back after
  * bgw_restart_time, takes the locks of live tenures again, and ends as
@@ -32,7 +34,6 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -62,138 +63,32 @@ tenure_register_keeper(void)
 }
 
 /*
- * before_shmem_exit callback, run before our session locks are released:
- * say that we hold no lock any more (leader_is then answers false for
- * lock_key tenures until a new keeper has their locks again) and stop
- * backends from setting our latch.  Shared memory only; cannot fail.
+ * before_shmem_exit callback, run before our session locks are released
+ * (see tenure_state_keeper_exit()).  Shared memory only; cannot fail.
  */
 static void
 tenure_keeper_exit(int code, Datum arg)
 {
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-
-	if (tenure_shared == NULL)
-		return;
-	if (LWLockHeldByMe(tenure_shared->lock))
-		LWLockRelease(tenure_shared->lock);
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
-		lease->lock_held = false;
-	if (tenure_shared->keeper_pid == MyProcPid)
-	{
-		tenure_shared->keeper_pid = 0;
-		tenure_shared->keeper_latch = NULL;
-	}
-	LWLockRelease(tenure_shared->lock);
-	ConditionVariableBroadcast(&tenure_shared->cv);
+	tenure_state_keeper_exit();
 }
 
 /*
- * Whether the shared lock table is full: a lock on a tag nobody else ever
- * uses cannot be had either.  Distinguishes a full table from a foreign
- * holder after a conditional lock failed.
- */
-static bool
-tenure_keeper_table_full(void)
-{
-	LOCKTAG		probe;
-
-	SET_LOCKTAG_ADVISORY(probe, InvalidOid, 0, (uint32) MyProcPid,
-						 TENURE_PROBE_LOCK_FIELD4);
-	if (tenure_lock_try(&probe, ExclusiveLock, true) == LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	LockRelease(&probe, ExclusiveLock, true);
-	return false;
-}
-
-/*
- * One pass over the lease table: end expired tenures, release locks nobody
- * wants, take wanted ones.  (Entries of dropped leases stay until their
- * slot is needed: they remember the name's latest epoch, see state.c.)
- * Returns how long the
- * keeper may sleep, in milliseconds.
+ * One pass over the lease table (tenure_state_keeper_pass()), and the log
+ * of the tenures it revoked, written outside the LWLock.  Returns how long
+ * the keeper may sleep, in milliseconds.
  */
 static long
 tenure_keeper_pass(void)
 {
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
 	int64		now = tenure_mono_now();
-	int64		next = now + TENURE_KEEPER_IDLE_MS * 1000;
-	bool		changed = false;
-	struct
-	{
-		TenureKey	key;
-		int64		epoch;
-	}			revoked[16];
-	int			nrevoked = 0;
+	int64		next;
+	TenureRevoked revoked[16];
+	int			nrevoked;
 	int			i;
 
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
-	{
-		LOCKTAG		tag;
+	next = tenure_state_keeper_pass(now, now + TENURE_KEEPER_IDLE_MS * 1000,
+									revoked, lengthof(revoked), &nrevoked);
 
-		if (lease->state == TENURE_HELD)
-		{
-			int64		expiry = lease->renewed_mono + lease->ttl_us;
-
-			if (now >= expiry)
-			{
-				tenure_end(lease, TENURE_END_EXPIRED, now);
-				changed = true;
-			}
-			else
-				next = Min(next, expiry);
-		}
-
-		tenure_lease_tag(lease, &tag);
-
-		if (lease->lock_held &&
-			(!lease->lock_wanted || !tenure_lease_tag_held(lease)))
-		{
-			LockRelease(&lease->held_tag, ExclusiveLock, true);
-			lease->lock_held = false;
-			changed = true;
-		}
-
-		if (lease->lock_wanted && !lease->lock_held && !lease->lock_failed)
-		{
-			if (tenure_lock_try(&tag, ExclusiveLock, true) != LOCKACQUIRE_NOT_AVAIL)
-			{
-				lease->lock_held = true;
-				lease->held_tag = tag;
-			}
-			else if (lease->state == TENURE_HELD)
-			{
-				/* we lost it while we were away: the tenure is over */
-				tenure_end(lease, TENURE_END_REVOKED, now);
-				if (nrevoked < (int) lengthof(revoked))
-				{
-					revoked[nrevoked].key = lease->key;
-					revoked[nrevoked].epoch = lease->ended_epoch;
-				}
-				nrevoked++;
-			}
-			else
-			{
-				lease->lock_no_memory = tenure_keeper_table_full();
-				lease->lock_failed = true;
-				lease->lock_wanted = false;
-			}
-			changed = true;
-		}
-
-	}
-	LWLockRelease(tenure_shared->lock);
-
-	if (changed)
-		ConditionVariableBroadcast(&tenure_shared->cv);
-
-	/* log outside the LWLock */
 	for (i = 0; i < Min(nrevoked, (int) lengthof(revoked)); i++)
 		ereport(LOG,
 				(errmsg("tenure of lease \"%s\" at epoch " INT64_FORMAT " revoked",
@@ -218,8 +113,6 @@ tenure_keeper_main(Datum arg)
 {
 	sigjmp_buf	local_sigjmp_buf;
 	MemoryContext keeper_context;
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
 	long		timeout = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -236,26 +129,8 @@ tenure_keeper_main(Datum arg)
 										   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(keeper_context);
 
-	/*
-	 * Whatever locks an earlier keeper held died with it.  Clear the flags
-	 * so that the first pass takes the locks of live tenures again.
-	 */
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
-	{
-		lease->lock_held = false;
-		lease->lock_failed = false;
-	}
-	tenure_shared->keeper_pid = MyProcPid;
-	tenure_shared->keeper_latch = MyLatch;
-	if (tenure_shared->keeper_starts++ == 0)
-	{
-		/* the server can hold tenures from now on (startup or promotion) */
-		tenure_shared->ready_time = GetCurrentTimestamp();
-		tenure_shared->ready_mono = tenure_mono_now();
-	}
-	LWLockRelease(tenure_shared->lock);
+	/* whatever locks an earlier keeper held died with it */
+	tenure_state_keeper_start();
 	before_shmem_exit(tenure_keeper_exit, (Datum) 0);
 
 	/*

@@ -13,9 +13,9 @@
  * leader_is() answers false until then.  await_active() lets a client
  * sleep until that moment instead of polling leader_is().
  *
- * It reads shared memory only, under the LWLock in shared mode, and
- * sleeps on tenure_shared->cv, which is broadcast on every change of a
- * tenure (state.c); the hold-off's end is not a change anybody broadcasts,
+ * It reads shared memory only, through state.c's readers, and sleeps on
+ * state.c's condition variable, broadcast on every change of a tenure;
+ * the hold-off's end is not a change anybody broadcasts,
  * so the sleep is also bounded by the tenure's active_mono.  It needs no
  * lease slot: a lease without one has no holder.
  *
@@ -31,7 +31,6 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -47,49 +46,6 @@ PG_FUNCTION_INFO_V1(tenure_shared_memory_bytes);
 
 /* longest wait of await_active */
 #define TENURE_MAX_WAIT_US	((int64) USECS_PER_DAY)
-
-/* What await_active sees of a holder's tenure. */
-typedef enum TenureActiveState
-{
-	TENURE_AS_NOT_HOLDER,		/* no live tenure of this holder */
-	TENURE_AS_WAITING,			/* held, not active yet */
-	TENURE_AS_ACTIVE,			/* held and active */
-	TENURE_AS_OWN_PENDING		/* this transaction is acquiring it */
-} TenureActiveState;
-
-/*
- * How holder stands with the lease at "now"; *active_mono is set to when
- * a waiting tenure becomes active.  Same rule as leader_is().
- */
-static TenureActiveState
-tenure_active_state(const TenureKey *key, const char *holder, int64 now,
-					int64 *active_mono)
-{
-	TenureLease *lease;
-	TenureActiveState result = TENURE_AS_NOT_HOLDER;
-
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
-	if (lease != NULL && !lease->dropped &&
-		strcmp(lease->holder, holder) == 0)
-	{
-		if (tenure_is_live(lease, now))
-		{
-			*active_mono = lease->active_mono;
-			if (now >= lease->active_mono &&
-				(lease->lock_held || !lease->has_lock_key))
-				result = TENURE_AS_ACTIVE;
-			else
-				result = TENURE_AS_WAITING;
-		}
-		else if (lease->state == TENURE_PENDING &&
-				 lease->holder_pid == MyProcPid &&
-				 lease->holder_start == MyStartTimestamp)
-			result = TENURE_AS_OWN_PENDING;
-	}
-	LWLockRelease(tenure_shared->lock);
-	return result;
-}
 
 /*
  * tenure.await_active(lease, holder, timeout) returns boolean
@@ -144,7 +100,7 @@ tenure_await_active(PG_FUNCTION_ARGS)
 	tenure_make_key(&key, MyDatabaseId, name);
 	deadline = tenure_mono_now() + timeout_us;
 
-	ConditionVariablePrepareToSleep(&tenure_shared->cv);
+	tenure_state_prepare_wait();
 	for (;;)
 	{
 		int64		now = tenure_mono_now();
@@ -152,10 +108,10 @@ tenure_await_active(PG_FUNCTION_ARGS)
 		int64		wake = deadline;
 		TenureActiveState st;
 
-		st = tenure_active_state(&key, holder, now, &active_mono);
+		st = tenure_state_active(&key, holder, now, &active_mono);
 		if (st == TENURE_AS_OWN_PENDING)
 		{
-			ConditionVariableCancelSleep();
+			tenure_state_cancel_wait();
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("cannot wait for a tenure of lease \"%s\" that this transaction is acquiring", name),
@@ -172,12 +128,10 @@ tenure_await_active(PG_FUNCTION_ARGS)
 		/* the hold-off's end is broadcast by nobody: wake for it */
 		if (active_mono > now)
 			wake = Min(wake, active_mono);
-		(void) ConditionVariableTimedSleep(&tenure_shared->cv,
-										   Max((wake - now + 999) / 1000, 1),
-										   TENURE_WAIT_EVENT);
+		(void) tenure_state_wait((long) ((wake - now + 999) / 1000));
 		CHECK_FOR_INTERRUPTS();
 	}
-	ConditionVariableCancelSleep();
+	tenure_state_cancel_wait();
 
 	PG_RETURN_BOOL(result);
 }
@@ -191,12 +145,9 @@ Datum
 tenure_lease_state(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-	TenureLease *copies;
-	long		room;
-	long		ncopies = 0;
-	long		i;
+	TenureLeaseInfo *infos;
+	int			count;
+	int			i;
 	int64		now_mono;
 	TimestampTz now_wall;
 
@@ -205,78 +156,43 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 
 	now_mono = tenure_mono_now();
 	now_wall = GetCurrentTimestamp();
+	infos = tenure_state_list(MyDatabaseId, now_mono, &count);
 
-	/*
-	 * Copy this database's entries out under one hold of the lock, without
-	 * allocating there; build the tuples afterwards.  Size the copy from
-	 * the table's count, then count again under the hold that copies: if
-	 * the table grew in between, free, grow and try again.  Every try that
-	 * fails saw a larger count, which never exceeds tenure.max_leases, so
-	 * this ends; and rows are copied only when all of them fit.
-	 */
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	room = hash_get_num_entries(tenure_leases) + 16;
-	LWLockRelease(tenure_shared->lock);
-	for (;;)
+	for (i = 0; i < count; i++)
 	{
-		long		count;
-
-		copies = palloc_extended(sizeof(TenureLease) * room, MCXT_ALLOC_HUGE);
-		LWLockAcquire(tenure_shared->lock, LW_SHARED);
-		count = hash_get_num_entries(tenure_leases);
-		if (count <= room)
-		{
-			hash_seq_init(&scan, tenure_leases);
-			while ((lease = hash_seq_search(&scan)) != NULL)
-			{
-				if (lease->key.dbid == MyDatabaseId && !lease->dropped)
-					copies[ncopies++] = *lease;
-			}
-		}
-		LWLockRelease(tenure_shared->lock);
-		if (count <= room)
-			break;
-		pfree(copies);
-		room = count + 16;
-	}
-
-	for (i = 0; i < ncopies; i++)
-	{
+		TenureLeaseInfo *info = &infos[i];
 		Datum		values[12];
 		bool		nulls[12];
-		bool		live;
+		bool		live = info->live;
 
-		lease = &copies[i];
 		memset(nulls, 0, sizeof(nulls));
-		live = tenure_is_live(lease, now_mono);
-
-		values[0] = CStringGetTextDatum(lease->key.name);
+		values[0] = CStringGetTextDatum(info->name);
 		values[1] = CStringGetTextDatum(live ? "held" :
-										lease->state == TENURE_PENDING ? "pending" : "free");
-		values[2] = CStringGetTextDatum(lease->holder);
+										info->state == TENURE_PENDING ? "pending" : "free");
+		values[2] = CStringGetTextDatum(info->holder);
 		nulls[2] = !live;
-		values[3] = Int64GetDatum(lease->epoch);
-		values[4] = BoolGetDatum(lease->session_bound);
+		values[3] = Int64GetDatum(info->epoch);
+		values[4] = BoolGetDatum(info->session_bound);
 		nulls[4] = !live;
-		values[5] = TimestampTzGetDatum(lease->acquired_wall);
+		values[5] = TimestampTzGetDatum(info->acquired_wall);
 		nulls[5] = !live;
-		values[6] = TimestampTzGetDatum(tenure_mono_to_wall(lease->renewed_mono,
+		values[6] = TimestampTzGetDatum(tenure_mono_to_wall(info->renewed_mono,
 															now_mono, now_wall));
 		nulls[6] = !live;
-		values[7] = TimestampTzGetDatum(tenure_mono_to_wall(lease->renewed_mono + lease->ttl_us,
+		values[7] = TimestampTzGetDatum(tenure_mono_to_wall(info->expiry_mono,
 															now_mono, now_wall));
 		nulls[7] = !live;
-		values[8] = TimestampTzGetDatum(tenure_mono_to_wall(lease->active_mono,
+		values[8] = TimestampTzGetDatum(tenure_mono_to_wall(info->active_mono,
 															now_mono, now_wall));
 		nulls[8] = !live;
-		values[9] = Int32GetDatum(lease->holder_pid);
-		nulls[9] = !live || lease->holder_pid == 0;
-		values[10] = BoolGetDatum(lease->lock_held);
-		values[11] = Int64GetDatum((int64) lease->transitions);
+		values[9] = Int32GetDatum(info->holder_pid);
+		nulls[9] = !live || info->holder_pid == 0;
+		values[10] = BoolGetDatum(info->lock_held);
+		values[11] = Int64GetDatum((int64) info->transitions);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(copies);
+	pfree(infos);
 
 	return (Datum) 0;
 }
@@ -301,7 +217,6 @@ tenure_await_change(PG_FUNCTION_ARGS)
 	int64		timeout_us = tenure_arg_interval(fcinfo, 3, "timeout", true,
 												 TENURE_MAX_INTERVAL_US);
 	TenureKey	key;
-	TenureLease *lease;
 	TupleDesc	tupdesc;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
@@ -378,43 +293,39 @@ tenure_await_change(PG_FUNCTION_ARGS)
 		row_id = row.id;
 	}
 
-	ConditionVariablePrepareToSleep(&tenure_shared->cv);
+	tenure_state_prepare_wait();
 	for (;;)
 	{
 		int64		now = tenure_mono_now();
 		int64		wake = deadline;
 		bool		gone = false;
+		TenureWatch watch;
 
-		LWLockAcquire(tenure_shared->lock, LW_SHARED);
-		lease = hash_search(tenure_leases, &key, HASH_FIND, NULL);
 		held = false;
 		epoch = row_epoch;
-		if (lease != NULL && !lease->dropped && lease->lease_id == row_id)
+		if (tenure_state_watch(&key, row_id, now, &watch))
 		{
 			had_entry = true;
-			epoch = Max(lease->epoch, row_epoch);
-			if (tenure_is_live(lease, now))
+			epoch = Max(watch.epoch, row_epoch);
+			if (watch.held)
 			{
 				held = true;
-				strlcpy(holder, lease->holder, sizeof(holder));
-				wake = Min(wake, lease->renewed_mono + lease->ttl_us);
+				strlcpy(holder, watch.holder, sizeof(holder));
+				wake = Min(wake, watch.expiry_mono);
 			}
 		}
 		else if (had_entry)
 			gone = true;		/* dropped, or its slot reused: look again */
-		LWLockRelease(tenure_shared->lock);
 
 		changed = !know_epoch || gone || epoch != known_epoch ||
 			held != (known_holder != NULL) ||
 			(held && strcmp(holder, known_holder) != 0);
 		if (changed || now >= deadline)
 			break;
-		(void) ConditionVariableTimedSleep(&tenure_shared->cv,
-										   Max((wake - now + 999) / 1000, 1),
-										   TENURE_WAIT_EVENT);
+		(void) tenure_state_wait((long) ((wake - now + 999) / 1000));
 		CHECK_FOR_INTERRUPTS();
 	}
-	ConditionVariableCancelSleep();
+	tenure_state_cancel_wait();
 
 	values[0] = BoolGetDatum(changed);
 	if (held)

@@ -51,21 +51,6 @@ typedef enum TenureState
 	TENURE_HELD					/* a tenure (check expiry before trusting) */
 } TenureState;
 
-/*
- * Why a tenure ended, as shared memory records it until the history is
- * written (tenure_end_reason_name()).  Claims and server restarts are
- * written to the history directly and need no value here.
- */
-typedef enum TenureEndReason
-{
-	TENURE_END_NONE = 0,
-	TENURE_END_RELEASED,
-	TENURE_END_EXPIRED,
-	TENURE_END_SESSION,
-	TENURE_END_REVOKED,
-	TENURE_END_DROPPED
-} TenureEndReason;
-
 /* Hash key: a lease is named per database. */
 typedef struct TenureKey
 {
@@ -73,102 +58,198 @@ typedef struct TenureKey
 	char		name[TENURE_NAME_MAX + 1];	/* zero padded */
 } TenureKey;
 
-/*
- * One lease in shared memory.  Entries are created the first time a lease
- * is acquired after server start (or a fenced write needs its epoch) and
- * removed when the lease or its database is dropped, or to make room for
- * another lease while the lease is not held (state.c).
- * Times ending in _mono are CLOCK_MONOTONIC microseconds.
- */
-typedef struct TenureLease
-{
-	TenureKey	key;
-
-	/* settings, copied from tenure.lease when the entry is loaded */
-	int64		lease_id;
-	int			fence_lock;		/* N of view tenure.fence_lock_N */
-	Oid			owner;
-	int64		ttl_us;
-	int64		holdoff_us;		/* -1: automatic hold-off */
-	bool		has_lock_key;
-	int64		lock_key;
-	bool		dropped;		/* dropped; its slot is the first to go */
-	bool		loaded_in_recovery; /* epoch cache not to be trusted */
-
-	/* the current or pending tenure */
-	TenureState state;
-	char		holder[TENURE_HOLDER_MAX + 1];
-	int64		epoch;			/* latest published epoch of the lease */
-	int64		pending_epoch;	/* epoch of a PENDING tenure */
-	bool		session_bound;
-	int			holder_pid;		/* acquiring backend (session-bound or pending) */
-	TimestampTz holder_start;	/* ... and its MyStartTimestamp */
-	uint64		pending_token;	/* identifies the pending acquisition */
-	TransactionId pending_xid;	/* its transaction, once it issued its epoch */
-	bool		committing;		/* past its PRE_COMMIT check: never taken over */
-	int64		acquired_mono;
-	TimestampTz acquired_wall;
-	int64		renewed_mono;
-	int64		active_mono;	/* tenure counts as active from here */
-	uint64		transitions;	/* tenures started and epochs claimed */
-
-	/* the end of the previous tenure, for hold-off and the history */
-	int64		pred_expiry_mono;	/* 0 if it was released explicitly */
-	int64		ended_epoch;
-	TenureEndReason ended_reason;
-	TimestampTz ended_wall;
-	char		ended_holder[TENURE_HOLDER_MAX + 1];
-
-	/* the advisory lock, held by the keeper */
-	bool		lock_wanted;	/* backends: the keeper should hold it */
-	bool		lock_failed;	/* keeper: could not take it ... */
-	bool		lock_no_memory; /* ... because the lock table is full */
-	bool		lock_held;		/* keeper: held, with held_tag */
-	LOCKTAG		held_tag;
-} TenureLease;
-
-typedef struct TenureShared
-{
-	LWLock	   *lock;			/* protects everything below and the hash */
-	ConditionVariable cv;		/* broadcast on every lease state change */
-	int64		boot_id;		/* random, new at every shared memory init */
-	TimestampTz ready_time;		/* when the server could first hold tenures */
-	int64		ready_mono;		/* (the keeper's first start: after startup
-								 * or promotion); 0 before */
-	int			keeper_pid;
-	Latch	   *keeper_latch;
-	uint64		keeper_starts;
-} TenureShared;
-
 /* tenure.c */
 extern int	tenure_max_leases;
 extern int	tenure_history_per_lease;
 extern int	tenure_claim_timeout;
 
-/* state.c */
-extern TenureShared *tenure_shared;
-extern struct HTAB *tenure_leases;
+/* A lease's row in tenure.lease (catalog.c reads it). */
+typedef struct TenureRow
+{
+	int64		id;
+	Oid			owner;
+	int64		ttl_us;
+	int64		holdoff_us;
+	bool		has_lock_key;
+	int64		lock_key;
+	int64		epoch;
+	int			fence_lock;
+	bool		own;			/* written by this (uncommitted) transaction */
+} TenureRow;
+
+/*
+ * state.c: the shared lease table.  The only code that reads or changes
+ * it; its header states the locking protocol.
+ */
+
+/* What a backend sees of a lease held by someone else. */
+typedef struct TenureBusy
+{
+	bool		foreign;		/* a foreign session holds the lock_key */
+	bool		no_memory;		/* the shared lock table is full */
+	char		holder[TENURE_HOLDER_MAX + 1];
+	int64		epoch;			/* 0 while the holder is acquiring it */
+	TimestampTz since;
+	int64		until_mono;		/* when the holder's tenure expires */
+} TenureBusy;
+
+/* An acquisition whose reservation was taken over after its ttl. */
+typedef struct TenureAbandoned
+{
+	int			pid;			/* its backend, 0 if none */
+	TimestampTz start;			/* ... and that backend's start */
+	TransactionId xid;			/* its transaction, if it issued an epoch */
+} TenureAbandoned;
+
+typedef enum TenureReserveResult
+{
+	TENURE_RESERVE_NO_ENTRY,	/* its slot went to another lease: load it
+								 * again */
+	TENURE_RESERVE_DROPPED,		/* dropped under us */
+	TENURE_RESERVE_BUSY,		/* held or being acquired by someone else */
+	TENURE_RESERVE_RENEWED,		/* the holder's own tenure, renewed */
+	TENURE_RESERVE_RESERVED		/* reserved: wait for the keeper's lock */
+} TenureReserveResult;
+
+typedef enum TenureLockAnswer
+{
+	TENURE_LOCK_WAITING,		/* the keeper has not answered yet */
+	TENURE_LOCK_GRANTED,		/* the keeper holds the lease's lock */
+	TENURE_LOCK_REFUSED,		/* it could not: reservation given back */
+	TENURE_LOCK_GONE			/* the reservation is not ours any more */
+} TenureLockAnswer;
+
+typedef enum TenureLoadResult
+{
+	TENURE_LOAD_DONE,
+	TENURE_LOAD_SOON,			/* table full; a slot frees up once the
+								 * keeper lets go of a lock */
+	TENURE_LOAD_FULL			/* table full of leases in use */
+} TenureLoadResult;
+
+/* How a holder stands with a lease (await_active). */
+typedef enum TenureActiveState
+{
+	TENURE_AS_NOT_HOLDER,		/* no live tenure of this holder */
+	TENURE_AS_WAITING,			/* held, not active yet */
+	TENURE_AS_ACTIVE,			/* held and active */
+	TENURE_AS_OWN_PENDING		/* this transaction is acquiring it */
+} TenureActiveState;
+
+/* What the fence check reads of a lease. */
+typedef struct TenureFenceView
+{
+	bool		has_entry;		/* the lease has an entry (maybe dropped) */
+	bool		known;			/* ... and it was not dropped */
+	int64		epoch;			/* known: the published epoch */
+	bool		live;			/* known: its tenure is live */
+	int			fence_lock;		/* has_entry: its fence lock; else -1 */
+} TenureFenceView;
+
+/* What await_change watches of a lease. */
+typedef struct TenureWatch
+{
+	int64		epoch;
+	bool		held;
+	char		holder[TENURE_HOLDER_MAX + 1];
+	int64		expiry_mono;
+} TenureWatch;
+
+/* One lease as tenure.leases shows it; times ending in _mono are
+ * CLOCK_MONOTONIC microseconds. */
+typedef struct TenureLeaseInfo
+{
+	char		name[TENURE_NAME_MAX + 1];
+	TenureState state;
+	bool		live;
+	char		holder[TENURE_HOLDER_MAX + 1];
+	int64		epoch;
+	bool		session_bound;
+	TimestampTz acquired_wall;
+	int64		renewed_mono;
+	int64		expiry_mono;
+	int64		active_mono;
+	int			holder_pid;
+	bool		lock_held;
+	uint64		transitions;
+} TenureLeaseInfo;
+
+/* A tenure the keeper revoked, for its log. */
+typedef struct TenureRevoked
+{
+	TenureKey	key;
+	int64		epoch;
+} TenureRevoked;
+
 extern Size tenure_shmem_size(void);
 extern void tenure_shmem_init(void);
+extern bool tenure_state_attached(void);
 extern void tenure_require_loaded(void);
 extern void tenure_require_primary(FunctionCallInfo fcinfo);
 extern int64 tenure_mono_now(void);
 extern TimestampTz tenure_mono_to_wall(int64 mono, int64 now_mono,
 									   TimestampTz now_wall);
 extern void tenure_make_key(TenureKey *key, Oid dbid, const char *name);
-extern void tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag);
-extern bool tenure_lease_tag_held(const TenureLease *lease);
-extern bool tenure_is_live(const TenureLease *lease, int64 now);
-extern int64 tenure_held_epoch(const TenureLease *lease, const char *holder,
-							   int64 now);
-extern void tenure_end(TenureLease *lease, TenureEndReason reason,
-					   int64 now);
-extern bool tenure_pending_expired(const TenureLease *lease, int64 now);
-extern TenureLease *tenure_enter_entry(const TenureKey *key, int64 now,
-									   bool *found, bool *soon);
+extern int64 tenure_boot_id(void);
+extern TimestampTz tenure_ready_time(void);
 extern void tenure_wake_keeper(void);
-extern const char *tenure_end_reason_name(TenureEndReason reason);
+extern void tenure_state_prepare_wait(void);
+extern bool tenure_state_wait(long timeout_ms);
+extern void tenure_state_cancel_wait(void);
 extern void tenure_register_session_exit(void);
+/* readers */
+extern bool tenure_state_leads(const TenureKey *key, const char *holder,
+							   int64 now);
+extern TenureActiveState tenure_state_active(const TenureKey *key,
+											 const char *holder, int64 now,
+											 int64 *active_mono);
+extern int64 tenure_state_held_epoch(const TenureKey *key, const char *holder,
+									 bool *session_bound);
+extern int64 tenure_state_cached_epoch(const TenureKey *key);
+extern bool tenure_state_stale(const TenureKey *key, int64 id);
+extern void tenure_state_fence(const TenureKey *key, int64 now,
+							   TenureFenceView *view);
+extern bool tenure_state_watch(const TenureKey *key, int64 id, int64 now,
+							   TenureWatch *watch);
+extern TenureLeaseInfo *tenure_state_list(Oid dbid, int64 now, int *count);
+extern const char *tenure_state_ended(const TenureKey *key, int64 *epoch,
+									  TimestampTz *ended);
+extern bool tenure_state_reserved(const TenureKey *key, uint64 token);
+/* writers */
+extern TenureLoadResult tenure_state_load(const TenureKey *key,
+										  const TenureRow *row,
+										  bool open_at_shutdown, int64 now);
+extern bool tenure_state_renew(const TenureKey *key, const char *holder,
+							   Oid allowed_owner, Oid *owner, bool *renewed);
+extern TenureReserveResult tenure_state_reserve(const TenureKey *key,
+												const char *holder,
+												bool session_bound,
+												uint64 token, int64 *epoch,
+												TenureBusy *busy,
+												TenureAbandoned *abandoned);
+extern TenureLockAnswer tenure_state_lock_answer(const TenureKey *key,
+												 uint64 token,
+												 TenureBusy *busy);
+extern bool tenure_state_issued(const TenureKey *key, uint64 token,
+								int64 epoch, TransactionId xid);
+extern bool tenure_state_commit_reservation(const TenureKey *key,
+											uint64 token, int64 *ttl_us);
+/* a transaction's changes, published under one hold of the lock */
+extern void tenure_state_begin_update(void);
+extern void tenure_state_end_update(bool changed);
+extern bool tenure_state_cancel(const TenureKey *key, uint64 token);
+extern void tenure_state_publish_acquire(const TenureKey *key, uint64 token);
+extern void tenure_state_publish_claim(const TenureKey *key, int64 epoch);
+extern void tenure_state_publish_release(const TenureKey *key, int64 now);
+extern void tenure_state_publish_drop(const TenureKey *key, int64 lease_id,
+									  int64 now);
+extern void tenure_state_drop_database(Oid dbid, int64 now);
+/* the keeper */
+extern void tenure_state_keeper_start(void);
+extern void tenure_state_keeper_exit(void);
+extern int64 tenure_state_keeper_pass(int64 now, int64 next,
+									  TenureRevoked *revoked, int maxrevoked,
+									  int *nrevoked);
 
 /* txn.c */
 typedef enum TenureActionKind
@@ -186,7 +267,7 @@ extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 extern void tenure_txn_issued(uint64 token, int64 epoch);
 extern void tenure_txn_drop_database_leases(Oid dbid);
 
-/* durable.c: an SPI session as the owner of pg_tenure's tables */
+/* catalog.c: an SPI session as the owner of pg_tenure's tables */
 typedef struct TenureSpi
 {
 	Oid			save_userid;
@@ -194,33 +275,10 @@ typedef struct TenureSpi
 	int			guc_nestlevel;
 } TenureSpi;
 
-/* lease.c */
-/* longest ttl, hold-off, wait or timeout argument */
-#define TENURE_MAX_INTERVAL_US	((int64) USECS_PER_DAY)
-extern char *tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *what,
-							 int maxlen);
-extern char *tenure_arg_lease(FunctionCallInfo fcinfo, int argno);
-extern int64 tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
-								 bool allow_zero, int64 max_us);
-extern void tenure_lease_init(void);
-extern void tenure_ensure_entry(const char *name, const TenureKey *key);
+/* how long a backend waits for the keeper to answer */
+#define TENURE_KEEPER_WAIT_US	((int64) 10 * USECS_PER_SEC)
 
-/* durable.c */
-
-/* A lease's row in tenure.lease. */
-typedef struct TenureRow
-{
-	int64		id;
-	Oid			owner;
-	int64		ttl_us;
-	int64		holdoff_us;
-	bool		has_lock_key;
-	int64		lock_key;
-	int64		epoch;
-	int			fence_lock;
-	bool		own;			/* written by this (uncommitted) transaction */
-} TenureRow;
-
+extern void tenure_catalog_init(void);
 extern void tenure_spi_begin(TenureSpi *spi);
 extern void tenure_spi_end(TenureSpi *spi);
 extern uint64 tenure_spi_exec(const char *sql, const char *types,
@@ -233,6 +291,25 @@ extern void tenure_history_close(const char *name, const TenureKey *key);
 extern int64 tenure_issue_epoch(const char *name, int64 floor);
 extern void tenure_history_start(const char *name, int64 epoch,
 								 const char *holder, bool session_bound);
+extern void tenure_check_owner(const char *name, Oid owner, Oid caller);
+extern Oid	tenure_known_owner(void);
+extern void tenure_ensure_entry(const char *name, const TenureKey *key);
+extern void tenure_load_entry(const TenureKey *key, const TenureRow *row,
+							  bool open_at_shutdown);
+
+/* acquire.c */
+extern int64 tenure_acquire_tenure(const char *name, const char *holder,
+								   int64 wait_us, bool session_bound,
+								   TenureBusy *busy, bool *started);
+
+/* lease.c: the SQL lease functions, and argument checks shared by others */
+/* longest ttl, hold-off, wait or timeout argument */
+#define TENURE_MAX_INTERVAL_US	((int64) USECS_PER_DAY)
+extern char *tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *what,
+							 int maxlen);
+extern char *tenure_arg_lease(FunctionCallInfo fcinfo, int argno);
+extern int64 tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
+								 bool allow_zero, int64 max_us);
 
 /* fence.c */
 extern char *tenure_tokens_string;

@@ -1,8 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * state.c
- *		pg_tenure's shared state: the lease table, the clock, and the end of
- *		session-bound tenures when their backend exits.
+ *		pg_tenure's shared state: the lease table and its lock protocol, the
+ *		clock, and the end of session-bound tenures when their backend exits.
+ *
+ * This file is the only code that reads or changes the lease table.  Other
+ * files call its verbs: readers (leads, held_epoch, fence, watch, list,
+ * ...) copy what they need under the LWLock in shared mode, writers
+ * (load, reserve, renew, issued, publish_*, keeper_pass, ...) change an
+ * entry under it in exclusive mode.  No pointer to an entry leaves this
+ * file.
  *
  * Shared memory holds one TenureShared struct and a fixed-size hash table
  * of TenureLease entries keyed by (database, lease name), sized by
@@ -11,24 +18,29 @@
  * Locking protocol:
  *
  * - tenure_shared->lock (our only LWLock) protects the hash table and every
- *   field of every entry, and the keeper_* fields of TenureShared.  Readers
- *   (leader_is, the leases view) take it shared; anything that changes an
- *   entry takes it exclusive.  boot_id is written once at initialization,
- *   ready_time and ready_mono once by the keeper's first start; backends
- *   read them without the lock only after the keeper answered them.
+ *   field of every entry, and the keeper_* fields of TenureShared.  Verbs
+ *   that run under a lock their caller took (the publish_* verbs, between
+ *   tenure_state_begin_update() and tenure_state_end_update()) and the
+ *   static helpers that need it assert that it is held, and in which mode.
+ *   boot_id is written once at initialization, ready_time and ready_mono
+ *   once by the keeper's first start; backends read them without the lock
+ *   only after the keeper answered them.
  * - No ereport(ERROR) and no catalog or table access happens while it is
- *   held, so exit and transaction callbacks can always take it.
+ *   held, so exit and transaction callbacks can always take it.  Verbs
+ *   return what they found; their callers raise the errors.
  * - The keeper takes and releases heavyweight advisory locks while holding
- *   it exclusive, always with dontWait; the heavyweight lock manager never
- *   calls back into pg_tenure, so the order "tenure LWLock, then lock
- *   partition LWLock" is the only one that occurs.
+ *   it exclusive (tenure_state_keeper_pass), always with dontWait; the
+ *   heavyweight lock manager never calls back into pg_tenure, so the order
+ *   "tenure LWLock, then lock partition LWLock" is the only one that
+ *   occurs.
  * - Every change of an entry that someone may wait for (a tenure ending, the
  *   keeper answering a lock request) is followed by a broadcast on
- *   tenure_shared->cv after the LWLock is released.
+ *   tenure_shared->cv after the LWLock is released.  Waiters sleep on it
+ *   through tenure_state_prepare_wait() and tenure_state_wait().
  *
- * Field ownership: backends write the tenure fields and lock_wanted; only
- * the keeper writes lock_held, held_tag, lock_failed and lock_no_memory
- * (backends clear lock_failed when they make a new request).
+ * Field ownership: backends' verbs write the tenure fields and lock_wanted;
+ * only the keeper's verbs write lock_held, held_tag, lock_failed and
+ * lock_no_memory (a new reservation clears lock_failed).
  *
  * Entries and slots (tenure_enter_entry): an entry is built from the
  * lease's latest committed row, never from an older snapshot, and an entry
@@ -51,8 +63,9 @@
  * that, another backend may take the lease over, unless the reservation
  * is "committing": its transaction passed the PRE_COMMIT check (txn.c),
  * which sets the flag under the LWLock exclusive after checking the
- * expiry, so a reservation is either taken over or allowed to commit,
- * never both.
+ * expiry (tenure_state_commit_reservation), so a reservation is either
+ * taken over or allowed to commit, never both.  Every way a reservation
+ * ends without becoming a tenure goes through tenure_unreserve().
  *
  * keeper_latch may be read without the lock to set it: latches live in
  * shared memory, so setting a stale one (the keeper just exited) is
@@ -64,6 +77,7 @@
 
 #include <time.h>
 
+#include "access/transam.h"
 #include "access/xlog.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -72,14 +86,102 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
 
-TenureShared *tenure_shared = NULL;
-HTAB	   *tenure_leases = NULL;
+/*
+ * Why a tenure ended, as shared memory records it until the history is
+ * written (tenure_state_ended()).  Claims and server restarts are written
+ * to the history directly and need no value here.
+ */
+typedef enum TenureEndReason
+{
+	TENURE_END_NONE = 0,
+	TENURE_END_RELEASED,
+	TENURE_END_EXPIRED,
+	TENURE_END_SESSION,
+	TENURE_END_REVOKED,
+	TENURE_END_DROPPED
+} TenureEndReason;
+
+/*
+ * One lease in shared memory.  Entries are created the first time a lease
+ * is acquired after server start (or a fenced write needs its epoch) and
+ * removed when the lease or its database is dropped, or to make room for
+ * another lease while the lease is not held (see the header).
+ * Times ending in _mono are CLOCK_MONOTONIC microseconds.
+ */
+typedef struct TenureLease
+{
+	TenureKey	key;
+
+	/* settings, copied from tenure.lease when the entry is loaded */
+	int64		lease_id;
+	int			fence_lock;		/* N of view tenure.fence_lock_N */
+	Oid			owner;
+	int64		ttl_us;
+	int64		holdoff_us;		/* -1: automatic hold-off */
+	bool		has_lock_key;
+	int64		lock_key;
+	bool		dropped;		/* dropped; its slot is the first to go */
+	bool		loaded_in_recovery; /* epoch cache not to be trusted */
+
+	/* the current or pending tenure */
+	TenureState state;
+	char		holder[TENURE_HOLDER_MAX + 1];
+	int64		epoch;			/* latest published epoch of the lease */
+	int64		pending_epoch;	/* epoch of a PENDING tenure */
+	bool		session_bound;
+	int			holder_pid;		/* acquiring backend (session-bound or pending) */
+	TimestampTz holder_start;	/* ... and its MyStartTimestamp */
+	uint64		pending_token;	/* identifies the pending acquisition */
+	TransactionId pending_xid;	/* its transaction, once it issued its epoch */
+	bool		committing;		/* past its PRE_COMMIT check: never taken over */
+	int64		acquired_mono;
+	TimestampTz acquired_wall;
+	int64		renewed_mono;
+	int64		active_mono;	/* tenure counts as active from here */
+	uint64		transitions;	/* tenures started and epochs claimed */
+
+	/* the end of the previous tenure, for hold-off and the history */
+	int64		pred_expiry_mono;	/* 0 if it was released explicitly */
+	int64		ended_epoch;
+	TenureEndReason ended_reason;
+	TimestampTz ended_wall;
+	char		ended_holder[TENURE_HOLDER_MAX + 1];
+
+	/* the advisory lock, held by the keeper */
+	bool		lock_wanted;	/* backends: the keeper should hold it */
+	bool		lock_failed;	/* keeper: could not take it ... */
+	bool		lock_no_memory; /* ... because the lock table is full */
+	bool		lock_held;		/* keeper: held, with held_tag */
+	LOCKTAG		held_tag;
+} TenureLease;
+
+typedef struct TenureShared
+{
+	LWLock	   *lock;			/* protects everything below and the hash */
+	ConditionVariable cv;		/* broadcast on every lease state change */
+	int64		boot_id;		/* random, new at every shared memory init */
+	TimestampTz ready_time;		/* when the server could first hold tenures */
+	int64		ready_mono;		/* (the keeper's first start: after startup
+								 * or promotion); 0 before */
+	int			keeper_pid;
+	Latch	   *keeper_latch;
+	uint64		keeper_starts;
+} TenureShared;
+
+static TenureShared *tenure_shared = NULL;
+static HTAB *tenure_leases = NULL;
 
 static bool tenure_exit_registered = false;
+
+#define AssertLocked() \
+	Assert(LWLockHeldByMe(tenure_shared->lock))
+#define AssertLockedExclusive() \
+	Assert(LWLockHeldByMeInMode(tenure_shared->lock, LW_EXCLUSIVE))
 
 /*
  * Bytes of shared memory pg_tenure needs.
@@ -135,12 +237,22 @@ tenure_shmem_init(void)
 }
 
 /*
+ * Whether this process is attached to pg_tenure's shared memory (the
+ * module was preloaded).
+ */
+bool
+tenure_state_attached(void)
+{
+	return tenure_shared != NULL && tenure_leases != NULL;
+}
+
+/*
  * Fail unless the module was preloaded and its shared memory exists.
  */
 void
 tenure_require_loaded(void)
 {
-	if (tenure_shared == NULL || tenure_leases == NULL)
+	if (!tenure_state_attached())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pg_tenure must be loaded via shared_preload_libraries"),
@@ -199,12 +311,80 @@ tenure_make_key(TenureKey *key, Oid dbid, const char *name)
 }
 
 /*
+ * The random number that identifies this start of the server in
+ * tenure.history.
+ */
+int64
+tenure_boot_id(void)
+{
+	return tenure_shared->boot_id;
+}
+
+/*
+ * When the server could first hold tenures: the keeper's first start
+ * after startup or promotion.  Only read once the keeper answered a
+ * request, which happens after it set the time.
+ */
+TimestampTz
+tenure_ready_time(void)
+{
+	return tenure_shared->ready_time;
+}
+
+/*
+ * Ask the keeper to look at the lease table.
+ */
+void
+tenure_wake_keeper(void)
+{
+	Latch	   *latch = tenure_shared->keeper_latch;
+
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+/*
+ * Waiting for a change of the lease table: prepare before looking, so that
+ * a change between the look and the sleep still wakes the waiter; sleep at
+ * most timeout_ms (true if it timed out); cancel when done.
+ */
+void
+tenure_state_prepare_wait(void)
+{
+	ConditionVariablePrepareToSleep(&tenure_shared->cv);
+}
+
+bool
+tenure_state_wait(long timeout_ms)
+{
+	return ConditionVariableTimedSleep(&tenure_shared->cv, Max(timeout_ms, 1),
+									   TENURE_WAIT_EVENT);
+}
+
+void
+tenure_state_cancel_wait(void)
+{
+	ConditionVariableCancelSleep();
+}
+
+/*
+ * After a change that someone may wait for, with the LWLock released.
+ */
+static void
+tenure_changed(bool wake_keeper)
+{
+	if (wake_keeper)
+		tenure_wake_keeper();
+	ConditionVariableBroadcast(&tenure_shared->cv);
+}
+
+/*
  * The advisory lock tag the keeper holds for a lease: the bigint advisory
  * key space of the lease's database when the lease has a lock_key, so that
  * pg_try_advisory_lock(lock_key) and pg_tenure exclude each other, or
  * pg_tenure's private field4 with the lease's id otherwise.
  */
-void
+static void
 tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag)
 {
 	if (lease->has_lock_key)
@@ -222,13 +402,13 @@ tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag)
 /*
  * Whether the keeper's lock is the one the lease needs now (the lease may
  * have been dropped and created again with another id or lock_key).
- * Caller holds the LWLock.
  */
-bool
+static bool
 tenure_lease_tag_held(const TenureLease *lease)
 {
 	LOCKTAG		tag;
 
+	AssertLocked();
 	tenure_lease_tag(lease, &tag);
 	return lease->lock_held &&
 		memcmp(&tag, &lease->held_tag, sizeof(LOCKTAG)) == 0;
@@ -236,9 +416,8 @@ tenure_lease_tag_held(const TenureLease *lease)
 
 /*
  * Whether the lease holds a tenure that has not expired at "now".
- * Caller holds the LWLock.
  */
-bool
+static bool
 tenure_is_live(const TenureLease *lease, int64 now)
 {
 	return lease->state == TENURE_HELD &&
@@ -246,29 +425,50 @@ tenure_is_live(const TenureLease *lease, int64 now)
 }
 
 /*
+ * Whether the lease is being acquired by this backend's transaction.
+ */
+static bool
+tenure_pending_mine(const TenureLease *lease)
+{
+	return lease->state == TENURE_PENDING &&
+		lease->holder_pid == MyProcPid &&
+		lease->holder_start == MyStartTimestamp;
+}
+
+/*
+ * Whether the reservation with the given token is still this backend's.
+ */
+static bool
+tenure_reserved_by_me(const TenureLease *lease, uint64 token)
+{
+	return lease->state == TENURE_PENDING &&
+		lease->pending_token == token &&
+		lease->holder_pid == MyProcPid;
+}
+
+/*
  * The epoch at which holder holds the lease at "now": that of its live
  * tenure, or of the tenure this very transaction is acquiring; 0 if it
- * holds none.  Caller holds the LWLock.
+ * holds none.
  */
-int64
-tenure_held_epoch(const TenureLease *lease, const char *holder, int64 now)
+static int64
+tenure_epoch_of(const TenureLease *lease, const char *holder, int64 now)
 {
+	AssertLocked();
 	if (strcmp(lease->holder, holder) != 0)
 		return 0;
 	if (tenure_is_live(lease, now))
 		return lease->epoch;
-	if (lease->state == TENURE_PENDING &&
-		lease->holder_pid == MyProcPid &&
-		lease->holder_start == MyStartTimestamp)
+	if (tenure_pending_mine(lease))
 		return lease->pending_epoch;	/* 0 until the epoch is issued */
 	return 0;
 }
 
 /*
  * Whether a PENDING reservation has outlived its ttl and may be taken
- * over by another backend.  Caller holds the LWLock.
+ * over by another backend.
  */
-bool
+static bool
 tenure_pending_expired(const TenureLease *lease, int64 now)
 {
 	return lease->state == TENURE_PENDING && !lease->committing &&
@@ -279,11 +479,12 @@ tenure_pending_expired(const TenureLease *lease, int64 now)
  * Whether an entry's slot may be given to another lease (see the header):
  * nobody holds, acquires or locks the lease, and no former holder's belief
  * still delays its next tenure.  Sets *soon if the keeper only has to let
- * go of the lease's lock first.  Caller holds the LWLock.
+ * go of the lease's lock first.
  */
 static bool
 tenure_evictable(const TenureLease *lease, int64 now, bool *soon)
 {
+	AssertLockedExclusive();
 	if (lease->lock_wanted)
 		return false;
 	if (!lease->dropped &&
@@ -302,17 +503,16 @@ tenure_evictable(const TenureLease *lease, int64 now, bool *soon)
  * evictable entry (preferably one with no end reason left to write) makes
  * room.  Returns NULL if there is none; *soon then says whether one will
  * be once the keeper has released the locks it no longer needs.  A new
- * entry is zeroed except for its key.  Caller holds the LWLock exclusive.
- * Cannot fail.
+ * entry is zeroed except for its key.  Cannot fail.
  */
-TenureLease *
+static TenureLease *
 tenure_enter_entry(const TenureKey *key, int64 now, bool *found, bool *soon)
 {
 	TenureLease *lease;
 	TenureLease *victim = NULL;
 	HASH_SEQ_STATUS scan;
 
-	Assert(LWLockHeldByMeInMode(tenure_shared->lock, LW_EXCLUSIVE));
+	AssertLockedExclusive();
 
 	*soon = false;
 	lease = hash_search(tenure_leases, key, HASH_ENTER_NULL, found);
@@ -344,15 +544,25 @@ tenure_enter_entry(const TenureKey *key, int64 now, bool *found, bool *soon)
 }
 
 /*
- * End the lease's current tenure for the given reason.  Only touches the
- * entry; the caller holds the LWLock exclusive, then wakes the keeper and
- * broadcasts the condition variable.  Cannot fail.
+ * The entry of a lease, or NULL.
  */
-void
+static TenureLease *
+tenure_find(const TenureKey *key)
+{
+	AssertLocked();
+	return hash_search(tenure_leases, key, HASH_FIND, NULL);
+}
+
+/*
+ * End the lease's current tenure for the given reason.  The caller wakes
+ * the keeper and broadcasts after releasing the LWLock.  Cannot fail.
+ */
+static void
 tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 {
 	int64		expiry = lease->renewed_mono + lease->ttl_us;
 
+	AssertLockedExclusive();
 	Assert(lease->state == TENURE_HELD);
 
 	lease->ended_epoch = lease->epoch;
@@ -379,21 +589,32 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 }
 
 /*
- * Ask the keeper to look at the lease table.
+ * End a PENDING reservation that will not become a tenure: its transaction
+ * aborted, its backend exited, it was taken over, the keeper could not get
+ * its lock, or its database went away.  It never led, so it leaves no
+ * hold-off and nothing for the history.  Cannot fail.
  */
-void
-tenure_wake_keeper(void)
+static void
+tenure_unreserve(TenureLease *lease)
 {
-	Latch	   *latch = tenure_shared->keeper_latch;
+	AssertLockedExclusive();
+	Assert(lease->state == TENURE_PENDING);
 
-	if (latch != NULL)
-		SetLatch(latch);
+	lease->state = TENURE_FREE;
+	lease->holder[0] = '\0';
+	lease->session_bound = false;
+	lease->holder_pid = 0;
+	lease->holder_start = 0;
+	lease->pending_epoch = 0;
+	lease->pending_xid = InvalidTransactionId;
+	lease->committing = false;
+	lease->lock_wanted = false;
 }
 
 /*
  * Name of an end reason, as stored in tenure.history.
  */
-const char *
+static const char *
 tenure_end_reason_name(TenureEndReason reason)
 {
 	switch (reason)
@@ -414,6 +635,746 @@ tenure_end_reason_name(TenureEndReason reason)
 	return NULL;
 }
 
+/* ---------------------------------------------------------------------
+ * Readers: copy what the caller needs under the LWLock in shared mode.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * leader_is(): whether holder holds a live, active tenure of the lease
+ * (past its hold-off, and with its lock_key's lock held by the keeper).
+ */
+bool
+tenure_state_leads(const TenureKey *key, const char *holder, int64 now)
+{
+	TenureLease *lease;
+	bool		result = false;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease != NULL &&
+		tenure_is_live(lease, now) &&
+		now >= lease->active_mono &&
+		(lease->lock_held || !lease->has_lock_key) &&
+		strcmp(lease->holder, holder) == 0)
+		result = true;
+	LWLockRelease(tenure_shared->lock);
+	return result;
+}
+
+/*
+ * How holder stands with the lease at "now", for await_active(); same rule
+ * as tenure_state_leads().  *active_mono is set to when a waiting tenure
+ * becomes active.
+ */
+TenureActiveState
+tenure_state_active(const TenureKey *key, const char *holder, int64 now,
+					int64 *active_mono)
+{
+	TenureLease *lease;
+	TenureActiveState result = TENURE_AS_NOT_HOLDER;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease != NULL && !lease->dropped &&
+		strcmp(lease->holder, holder) == 0)
+	{
+		if (tenure_is_live(lease, now))
+		{
+			*active_mono = lease->active_mono;
+			if (now >= lease->active_mono &&
+				(lease->lock_held || !lease->has_lock_key))
+				result = TENURE_AS_ACTIVE;
+			else
+				result = TENURE_AS_WAITING;
+		}
+		else if (tenure_pending_mine(lease))
+			result = TENURE_AS_OWN_PENDING;
+	}
+	LWLockRelease(tenure_shared->lock);
+	return result;
+}
+
+/*
+ * The epoch at which holder holds the lease now: that of its live tenure,
+ * or of the tenure this very transaction is acquiring once its epoch is
+ * issued; 0 if it holds none.  If it holds one and session_bound is not
+ * NULL, sets *session_bound.
+ */
+int64
+tenure_state_held_epoch(const TenureKey *key, const char *holder,
+						bool *session_bound)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	int64		epoch = 0;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease != NULL)
+		epoch = tenure_epoch_of(lease, holder, now);
+	if (epoch != 0 && session_bound != NULL)
+		*session_bound = lease->session_bound;
+	LWLockRelease(tenure_shared->lock);
+	return epoch;
+}
+
+/*
+ * The latest epoch shared memory has seen for the lease, 0 if none (or if
+ * it was cached during recovery, when replay could not keep it current).
+ */
+int64
+tenure_state_cached_epoch(const TenureKey *key)
+{
+	TenureLease *lease;
+	int64		epoch = 0;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease != NULL && !lease->dropped && !lease->loaded_in_recovery)
+		epoch = lease->epoch;
+	LWLockRelease(tenure_shared->lock);
+	return epoch;
+}
+
+/*
+ * Whether the lease's entry must be (re)built from its row: it does not
+ * exist, it was dropped, it belongs to another lease of the same name
+ * (id, if not 0, differs), or it was built during recovery.
+ */
+bool
+tenure_state_stale(const TenureKey *key, int64 id)
+{
+	TenureLease *lease;
+	bool		stale;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	stale = lease == NULL || lease->dropped ||
+		(id != 0 && lease->lease_id != id) ||
+		(lease->loaded_in_recovery && !RecoveryInProgress());
+	LWLockRelease(tenure_shared->lock);
+	return stale;
+}
+
+/*
+ * What the fence check reads of a lease (src/README, F2): whether it is
+ * known (has an entry and was not dropped), and then its published epoch
+ * and whether its tenure is live; and the fence lock its entry names,
+ * also when it was dropped (-1 without an entry).
+ */
+void
+tenure_state_fence(const TenureKey *key, int64 now, TenureFenceView *view)
+{
+	TenureLease *lease;
+
+	memset(view, 0, sizeof(TenureFenceView));
+	view->fence_lock = -1;
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease != NULL)
+	{
+		view->has_entry = true;
+		view->fence_lock = lease->fence_lock;
+		if (!lease->dropped)
+		{
+			view->known = true;
+			view->epoch = lease->epoch;
+			view->live = tenure_is_live(lease, now);
+		}
+	}
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * What await_change() watches: the lease's latest epoch and live holder,
+ * and when that holder's tenure expires.  False if the lease has no entry
+ * of the lease with id "id".
+ */
+bool
+tenure_state_watch(const TenureKey *key, int64 id, int64 now,
+				   TenureWatch *watch)
+{
+	TenureLease *lease;
+	bool		found = false;
+
+	memset(watch, 0, sizeof(TenureWatch));
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease != NULL && !lease->dropped && lease->lease_id == id)
+	{
+		found = true;
+		watch->epoch = lease->epoch;
+		if (tenure_is_live(lease, now))
+		{
+			watch->held = true;
+			strlcpy(watch->holder, lease->holder, sizeof(watch->holder));
+			watch->expiry_mono = lease->renewed_mono + lease->ttl_us;
+		}
+	}
+	LWLockRelease(tenure_shared->lock);
+	return found;
+}
+
+static void
+tenure_info_of(const TenureLease *lease, int64 now, TenureLeaseInfo *info)
+{
+	memcpy(info->name, lease->key.name, sizeof(info->name));
+	info->state = lease->state;
+	info->live = tenure_is_live(lease, now);
+	memcpy(info->holder, lease->holder, sizeof(info->holder));
+	info->epoch = lease->epoch;
+	info->session_bound = lease->session_bound;
+	info->acquired_wall = lease->acquired_wall;
+	info->renewed_mono = lease->renewed_mono;
+	info->expiry_mono = lease->renewed_mono + lease->ttl_us;
+	info->active_mono = lease->active_mono;
+	info->holder_pid = lease->holder_pid;
+	info->lock_held = lease->lock_held;
+	info->transitions = lease->transitions;
+}
+
+/*
+ * The leases of database dbid that have an entry, for tenure.leases; a
+ * palloc'd array of *count elements, all read under one hold of the lock.
+ *
+ * Nothing is allocated under the lock: the array is sized from the
+ * table's count, which is read again under the hold that copies; if the
+ * table grew in between, the array grows and the copy starts over.  Every
+ * try that fails saw a larger count, which never exceeds
+ * tenure.max_leases, so this ends.
+ */
+TenureLeaseInfo *
+tenure_state_list(Oid dbid, int64 now, int *count)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	TenureLeaseInfo *infos;
+	long		room;
+	int			n;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	room = hash_get_num_entries(tenure_leases) + 16;
+	LWLockRelease(tenure_shared->lock);
+	for (;;)
+	{
+		long		entries;
+
+		infos = palloc_extended(sizeof(TenureLeaseInfo) * room, MCXT_ALLOC_HUGE);
+		n = 0;
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		entries = hash_get_num_entries(tenure_leases);
+		if (entries <= room)
+		{
+			hash_seq_init(&scan, tenure_leases);
+			while ((lease = hash_seq_search(&scan)) != NULL)
+			{
+				if (lease->key.dbid == dbid && !lease->dropped)
+					tenure_info_of(lease, now, &infos[n++]);
+			}
+		}
+		LWLockRelease(tenure_shared->lock);
+		if (entries <= room)
+			break;
+		pfree(infos);
+		room = entries + 16;
+	}
+	*count = n;
+	return infos;
+}
+
+/*
+ * The end of the lease's previous tenure that the history does not show
+ * yet: its reason as tenure.history names it (NULL if none), epoch and
+ * time.
+ */
+const char *
+tenure_state_ended(const TenureKey *key, int64 *epoch, TimestampTz *ended)
+{
+	TenureLease *lease;
+	const char *reason = NULL;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease != NULL && lease->ended_reason != TENURE_END_NONE)
+	{
+		reason = tenure_end_reason_name(lease->ended_reason);
+		*epoch = lease->ended_epoch;
+		*ended = lease->ended_wall;
+	}
+	LWLockRelease(tenure_shared->lock);
+	return reason;
+}
+
+/*
+ * Whether this backend's reservation with the given token still stands
+ * (an acquisition that neither renewed nor lost its race).
+ */
+bool
+tenure_state_reserved(const TenureKey *key, uint64 token)
+{
+	TenureLease *lease;
+	bool		result;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	result = lease != NULL && tenure_reserved_by_me(lease, token);
+	LWLockRelease(tenure_shared->lock);
+	return result;
+}
+
+/* ---------------------------------------------------------------------
+ * Writers: change entries under the LWLock in exclusive mode.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Build or refresh the lease's entry from its latest committed row
+ * (catalog.c reads it).  open_at_shutdown: the history shows a tenure
+ * left open by a server restart, whose holder may still believe in it.
+ * Returns TENURE_LOAD_FULL if every slot is taken by a lease in use, and
+ * TENURE_LOAD_SOON if one will be free once the keeper lets go of a lock.
+ */
+TenureLoadResult
+tenure_state_load(const TenureKey *key, const TenureRow *row,
+				  bool open_at_shutdown, int64 now)
+{
+	TenureLease *lease;
+	bool		found;
+	bool		soon;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_enter_entry(key, now, &found, &soon);
+	if (lease == NULL)
+	{
+		LWLockRelease(tenure_shared->lock);
+		return soon ? TENURE_LOAD_SOON : TENURE_LOAD_FULL;
+	}
+	if (found && !lease->dropped && lease->lease_id != row->id &&
+		lease->state != TENURE_FREE && row->own)
+	{
+		/*
+		 * This transaction dropped the lease and created it again, and the
+		 * old lease is still held or being acquired.  The drop ends that
+		 * tenure when it commits; until then the entry stays the old
+		 * lease's, and the lease is busy.
+		 */
+		LWLockRelease(tenure_shared->lock);
+		return TENURE_LOAD_DONE;
+	}
+	if (!found || lease->lease_id != row->id || lease->dropped ||
+		(lease->loaded_in_recovery && !RecoveryInProgress() &&
+		 lease->state == TENURE_FREE))
+	{
+		/*
+		 * A new entry, or one of a lease dropped (and perhaps created
+		 * again under its name, or its extension dropped and created
+		 * again): nothing of it carries over but the latest epoch, a floor
+		 * for the name's next epoch even after a restore of an older dump.
+		 */
+		bool		lock_held = found && lease->lock_held;
+		LOCKTAG		held_tag;
+		int64		floor = found ? lease->epoch : 0;
+
+		if (found && lease->state == TENURE_HELD)
+			tenure_end(lease, TENURE_END_DROPPED, now);
+		if (lock_held)
+			held_tag = lease->held_tag;
+		/* keep lock_held and held_tag: they belong to the keeper */
+		memset(((char *) lease) + sizeof(TenureKey), 0,
+			   sizeof(TenureLease) - sizeof(TenureKey));
+		lease->lock_held = lock_held;
+		if (lock_held)
+			lease->held_tag = held_tag;
+		/* except the name's epochs, which never go back */
+		lease->epoch = floor;
+		lease->loaded_in_recovery = RecoveryInProgress();
+		/* a holder from before the server went down may still believe */
+		if (open_at_shutdown)
+			lease->pred_expiry_mono = (tenure_shared->ready_mono != 0 ?
+									   tenure_shared->ready_mono :
+									   now) + row->ttl_us;
+	}
+	/* epochs only grow; the row may be ahead of an idle entry */
+	lease->epoch = Max(lease->epoch, row->epoch);
+	lease->lease_id = row->id;
+	lease->fence_lock = row->fence_lock;
+	lease->owner = row->owner;
+	lease->ttl_us = row->ttl_us;
+	lease->holdoff_us = row->holdoff_us;
+	lease->has_lock_key = row->has_lock_key;
+	lease->lock_key = row->lock_key;
+	lease->dropped = false;
+	LWLockRelease(tenure_shared->lock);
+	return TENURE_LOAD_DONE;
+}
+
+/*
+ * renew(): extend holder's tenure to now + ttl, if the caller may: only
+ * when the lease's owner is allowed_owner, which the caller found it acts
+ * for (InvalidOid: not known).  Returns false, with *owner set to the
+ * lease's owner (InvalidOid if it has no entry), when the caller must
+ * check its rights first; otherwise true, with *renewed.
+ */
+bool
+tenure_state_renew(const TenureKey *key, const char *holder,
+				   Oid allowed_owner, Oid *owner, bool *renewed)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	bool		allowed = false;
+
+	*renewed = false;
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	*owner = (lease != NULL && !lease->dropped) ? lease->owner : InvalidOid;
+	if (OidIsValid(*owner) && *owner == allowed_owner)
+	{
+		allowed = true;
+		if (tenure_epoch_of(lease, holder, now) != 0)
+		{
+			lease->renewed_mono = now;
+			*renewed = true;
+		}
+	}
+	LWLockRelease(tenure_shared->lock);
+	return allowed;
+}
+
+/*
+ * Try to reserve the lease for a new tenure of holder, or renew holder's
+ * own.  See TenureReserveResult.  An expired tenure is ended on the way;
+ * a reservation of another backend that outlived its ttl is taken over,
+ * and *abandoned then says whose it was.
+ */
+TenureReserveResult
+tenure_state_reserve(const TenureKey *key, const char *holder,
+					 bool session_bound, uint64 token, int64 *epoch,
+					 TenureBusy *busy, TenureAbandoned *abandoned)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	TenureReserveResult result;
+	bool		ended = false;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease == NULL || lease->dropped)
+	{
+		LWLockRelease(tenure_shared->lock);
+		return lease == NULL ? TENURE_RESERVE_NO_ENTRY : TENURE_RESERVE_DROPPED;
+	}
+
+	if (lease->state == TENURE_HELD && !tenure_is_live(lease, now))
+	{
+		tenure_end(lease, TENURE_END_EXPIRED, now);
+		ended = true;
+	}
+
+	if (tenure_pending_expired(lease, now) && !tenure_pending_mine(lease))
+	{
+		/*
+		 * Another backend's acquisition outlived its ttl without
+		 * committing: it is void, and its COMMIT will fail at PRE_COMMIT.
+		 */
+		abandoned->pid = lease->holder_pid;
+		abandoned->start = lease->holder_start;
+		abandoned->xid = lease->pending_xid;
+		tenure_unreserve(lease);
+	}
+
+	if (lease->state != TENURE_FREE)
+	{
+		/* ours (perhaps acquired earlier in this very transaction): renew */
+		int64		held = tenure_epoch_of(lease, holder, now);
+
+		if (held != 0)
+		{
+			lease->renewed_mono = now;
+			*epoch = held;
+			result = TENURE_RESERVE_RENEWED;
+		}
+		else
+		{
+			busy->foreign = false;
+			busy->no_memory = false;
+			strlcpy(busy->holder, lease->holder, sizeof(busy->holder));
+			busy->epoch = lease->state == TENURE_HELD ? lease->epoch : 0;
+			busy->since = lease->acquired_wall;
+			if (lease->state == TENURE_HELD)
+				busy->until_mono = lease->renewed_mono + lease->ttl_us;
+			else if (!lease->committing)
+				busy->until_mono = lease->acquired_mono + lease->ttl_us;
+			else
+				busy->until_mono = 0;	/* its commit wakes us */
+			result = TENURE_RESERVE_BUSY;
+		}
+	}
+	else
+	{
+		lease->state = TENURE_PENDING;
+		strlcpy(lease->holder, holder, sizeof(lease->holder));
+		lease->session_bound = session_bound;
+		lease->holder_pid = MyProcPid;
+		lease->holder_start = MyStartTimestamp;
+		lease->pending_token = token;
+		lease->pending_epoch = 0;
+		lease->pending_xid = InvalidTransactionId;
+		lease->committing = false;
+		lease->acquired_mono = now;
+		lease->acquired_wall = GetCurrentTimestamp();
+		lease->renewed_mono = now;
+		if (lease->holdoff_us >= 0)
+			lease->active_mono = now + lease->holdoff_us;
+		else
+			lease->active_mono = Max(now, lease->pred_expiry_mono);
+		lease->lock_wanted = true;
+		lease->lock_failed = false;
+		result = TENURE_RESERVE_RESERVED;
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	if (result == TENURE_RESERVE_RESERVED)
+		tenure_wake_keeper();
+	if (ended)
+		tenure_changed(false);
+	return result;
+}
+
+/*
+ * The keeper's answer to the lock request of a reservation: granted (it
+ * holds the lease's lock), refused (a foreign session holds it, or the
+ * lock table is full: the reservation is given back and *busy says
+ * which), or not yet.
+ */
+TenureLockAnswer
+tenure_state_lock_answer(const TenureKey *key, uint64 token, TenureBusy *busy)
+{
+	TenureLease *lease;
+	TenureLockAnswer answer = TENURE_LOCK_WAITING;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease == NULL || lease->state != TENURE_PENDING ||
+		lease->pending_token != token)
+		answer = TENURE_LOCK_GONE;	/* cannot happen while our transaction
+									 * runs */
+	else if (tenure_lease_tag_held(lease))
+		answer = TENURE_LOCK_GRANTED;
+	else if (lease->lock_failed)
+	{
+		tenure_unreserve(lease);
+		memset(busy, 0, sizeof(TenureBusy));
+		busy->foreign = true;
+		busy->no_memory = lease->lock_no_memory;
+		answer = TENURE_LOCK_REFUSED;
+	}
+	LWLockRelease(tenure_shared->lock);
+	if (answer == TENURE_LOCK_REFUSED)
+		tenure_changed(false);
+	return answer;
+}
+
+/*
+ * The reservation with the given token issued its epoch in transaction
+ * xid.  False if it is not ours any more: it outlived its ttl and was
+ * taken over while the epoch was being issued.
+ */
+bool
+tenure_state_issued(const TenureKey *key, uint64 token, int64 epoch,
+					TransactionId xid)
+{
+	TenureLease *lease;
+	bool		ours = false;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease != NULL && tenure_reserved_by_me(lease, token))
+	{
+		lease->pending_epoch = epoch;
+		lease->pending_xid = xid;
+		ours = true;
+	}
+	LWLockRelease(tenure_shared->lock);
+	return ours;
+}
+
+/*
+ * PRE_COMMIT of an acquisition that issued its epoch: if its reservation
+ * is still ours and within its ttl, mark it committing, after which
+ * nobody takes it over, and return true.  Otherwise return false with
+ * *ttl_us the lease's ttl (0 if it has no entry).
+ */
+bool
+tenure_state_commit_reservation(const TenureKey *key, uint64 token,
+								int64 *ttl_us)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	bool		valid = false;
+
+	*ttl_us = 0;
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease != NULL && tenure_reserved_by_me(lease, token) &&
+		now < lease->acquired_mono + lease->ttl_us)
+	{
+		lease->committing = true;
+		valid = true;
+	}
+	else if (lease != NULL)
+		*ttl_us = lease->ttl_us;
+	LWLockRelease(tenure_shared->lock);
+	return valid;
+}
+
+/*
+ * Publishing a transaction's actions (txn.c): take the LWLock exclusive,
+ * apply every action with the verbs below, release it and wake whoever
+ * waits.  Readers see all of a transaction's changes or none.  Nothing in
+ * between can fail.
+ */
+void
+tenure_state_begin_update(void)
+{
+	/* an ERROR or FATAL is never raised while we hold it, but be sure */
+	if (LWLockHeldByMe(tenure_shared->lock))
+		LWLockRelease(tenure_shared->lock);
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+}
+
+void
+tenure_state_end_update(bool changed)
+{
+	LWLockRelease(tenure_shared->lock);
+	if (changed)
+		tenure_changed(true);
+}
+
+/*
+ * Give back this backend's reservation with the given token (its
+ * transaction or subtransaction aborted).  True if there was one.
+ */
+bool
+tenure_state_cancel(const TenureKey *key, uint64 token)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	lease = tenure_find(key);
+	if (lease == NULL || !tenure_reserved_by_me(lease, token))
+		return false;
+	tenure_unreserve(lease);
+	return true;
+}
+
+/*
+ * The acquisition with the given token committed: its reservation becomes
+ * the tenure, at the epoch it issued.
+ */
+void
+tenure_state_publish_acquire(const TenureKey *key, uint64 token)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	lease = tenure_find(key);
+	if (lease == NULL || !tenure_reserved_by_me(lease, token))
+		return;
+	lease->state = TENURE_HELD;
+	lease->committing = false;
+	lease->pending_xid = InvalidTransactionId;
+	/* the keeper keeps its lock, or revokes us if it lost it */
+	lease->lock_wanted = true;
+	lease->lock_failed = false;
+	lease->epoch = Max(lease->epoch, lease->pending_epoch);
+	lease->pending_epoch = 0;
+	lease->ended_reason = TENURE_END_NONE;
+	lease->transitions++;
+}
+
+/*
+ * A claim of the given epoch committed.
+ */
+void
+tenure_state_publish_claim(const TenureKey *key, int64 epoch)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	lease = tenure_find(key);
+	if (lease == NULL)
+		return;
+	lease->epoch = Max(lease->epoch, epoch);
+	lease->transitions++;
+}
+
+/*
+ * A release committed; its transaction already wrote the history.
+ */
+void
+tenure_state_publish_release(const TenureKey *key, int64 now)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	lease = tenure_find(key);
+	if (lease == NULL)
+		return;
+	if (lease->state == TENURE_HELD)
+		tenure_end(lease, TENURE_END_RELEASED, now);
+	lease->ended_reason = TENURE_END_NONE;
+}
+
+/*
+ * drop_lease() of the lease with the given id committed.  Its entry stays,
+ * marked dropped, until its slot is needed (see the header).
+ */
+void
+tenure_state_publish_drop(const TenureKey *key, int64 lease_id, int64 now)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	lease = tenure_find(key);
+	/* not a lease created again under the name since */
+	if (lease == NULL || lease->lease_id != lease_id)
+		return;
+	if (lease->state == TENURE_HELD)
+		tenure_end(lease, TENURE_END_DROPPED, now);
+	else if (lease->state == TENURE_PENDING)
+		tenure_unreserve(lease);
+	lease->dropped = true;
+}
+
+/*
+ * DROP EXTENSION or DROP DATABASE committed: end every tenure and pending
+ * acquisition of database dbid and mark its entries dropped; the keeper
+ * lets their locks go.  A pending acquisition's COMMIT then fails at
+ * PRE_COMMIT.
+ */
+void
+tenure_state_drop_database(Oid dbid, int64 now)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		if (lease->key.dbid != dbid)
+			continue;
+		if (lease->state == TENURE_HELD)
+			tenure_end(lease, TENURE_END_DROPPED, now);
+		else if (lease->state == TENURE_PENDING)
+			tenure_unreserve(lease);
+		/* the history went with the extension, or there is none to write */
+		lease->ended_reason = TENURE_END_NONE;
+		lease->dropped = true;
+	}
+}
+
 /*
  * before_shmem_exit callback: end the session-bound tenures this backend
  * holds and cancel its pending acquisitions.  Shared memory only; cannot
@@ -427,15 +1388,11 @@ tenure_session_exit(int code, Datum arg)
 	int64		now;
 	bool		changed = false;
 
-	if (tenure_shared == NULL)
+	if (!tenure_state_attached())
 		return;
 
-	/* an ERROR or FATAL is never raised while we hold it, but be sure */
-	if (LWLockHeldByMe(tenure_shared->lock))
-		LWLockRelease(tenure_shared->lock);
-
 	now = tenure_mono_now();
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	tenure_state_begin_update();
 	hash_seq_init(&scan, tenure_leases);
 	while ((lease = hash_seq_search(&scan)) != NULL)
 	{
@@ -449,21 +1406,11 @@ tenure_session_exit(int code, Datum arg)
 		}
 		else if (lease->state == TENURE_PENDING)
 		{
-			lease->state = TENURE_FREE;
-			lease->holder[0] = '\0';
-			lease->holder_pid = 0;
-			lease->committing = false;
-			lease->lock_wanted = false;
+			tenure_unreserve(lease);
 			changed = true;
 		}
 	}
-	LWLockRelease(tenure_shared->lock);
-
-	if (changed)
-	{
-		tenure_wake_keeper();
-		ConditionVariableBroadcast(&tenure_shared->cv);
-	}
+	tenure_state_end_update(changed);
 }
 
 /*
@@ -476,4 +1423,164 @@ tenure_register_session_exit(void)
 		return;
 	before_shmem_exit(tenure_session_exit, (Datum) 0);
 	tenure_exit_registered = true;
+}
+
+/* ---------------------------------------------------------------------
+ * The keeper's verbs (keeper.c runs the process).
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * A keeper starts: whatever locks an earlier keeper held died with it, so
+ * clear the flags and let the first pass take the locks of live tenures
+ * again.  The first start after startup or promotion makes the server
+ * ready to hold tenures.
+ */
+void
+tenure_state_keeper_start(void)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		lease->lock_held = false;
+		lease->lock_failed = false;
+	}
+	tenure_shared->keeper_pid = MyProcPid;
+	tenure_shared->keeper_latch = MyLatch;
+	if (tenure_shared->keeper_starts++ == 0)
+	{
+		tenure_shared->ready_time = GetCurrentTimestamp();
+		tenure_shared->ready_mono = tenure_mono_now();
+	}
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * The keeper exits, before its session locks are released: it holds no
+ * lock any more (leader_is then answers false for lock_key tenures until
+ * a new keeper has their locks again), and backends stop setting its
+ * latch.  Cannot fail.
+ */
+void
+tenure_state_keeper_exit(void)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+
+	if (!tenure_state_attached())
+		return;
+	tenure_state_begin_update();
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+		lease->lock_held = false;
+	if (tenure_shared->keeper_pid == MyProcPid)
+	{
+		tenure_shared->keeper_pid = 0;
+		tenure_shared->keeper_latch = NULL;
+	}
+	LWLockRelease(tenure_shared->lock);
+	ConditionVariableBroadcast(&tenure_shared->cv);
+}
+
+/*
+ * Whether the shared lock table is full: a lock on a tag nobody else ever
+ * uses cannot be had either.  Distinguishes a full table from a foreign
+ * holder after a conditional lock failed.
+ */
+static bool
+tenure_lock_table_full(void)
+{
+	LOCKTAG		probe;
+
+	SET_LOCKTAG_ADVISORY(probe, InvalidOid, 0, (uint32) MyProcPid,
+						 TENURE_PROBE_LOCK_FIELD4);
+	if (tenure_lock_try(&probe, ExclusiveLock, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&probe, ExclusiveLock, true);
+	return false;
+}
+
+/*
+ * One pass of the keeper over the lease table: end expired tenures,
+ * release locks nobody wants, take wanted ones.  A tenure whose lock a
+ * foreign session took while no keeper ran is revoked: up to maxrevoked
+ * of them are returned in revoked[] for the keeper to log, and
+ * *nrevoked counts all.  Returns the earliest expiry before "next", the
+ * keeper's latest wake-up time.  (Entries of dropped leases stay until
+ * their slot is needed: they remember the name's latest epoch.)
+ */
+int64
+tenure_state_keeper_pass(int64 now, int64 next, TenureRevoked *revoked,
+						 int maxrevoked, int *nrevoked)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	bool		changed = false;
+
+	*nrevoked = 0;
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		LOCKTAG		tag;
+
+		if (lease->state == TENURE_HELD)
+		{
+			int64		expiry = lease->renewed_mono + lease->ttl_us;
+
+			if (now >= expiry)
+			{
+				tenure_end(lease, TENURE_END_EXPIRED, now);
+				changed = true;
+			}
+			else
+				next = Min(next, expiry);
+		}
+
+		tenure_lease_tag(lease, &tag);
+
+		if (lease->lock_held &&
+			(!lease->lock_wanted || !tenure_lease_tag_held(lease)))
+		{
+			LockRelease(&lease->held_tag, ExclusiveLock, true);
+			lease->lock_held = false;
+			changed = true;
+		}
+
+		if (lease->lock_wanted && !lease->lock_held && !lease->lock_failed)
+		{
+			if (tenure_lock_try(&tag, ExclusiveLock, true) != LOCKACQUIRE_NOT_AVAIL)
+			{
+				lease->lock_held = true;
+				lease->held_tag = tag;
+			}
+			else if (lease->state == TENURE_HELD)
+			{
+				/* we lost it while we were away: the tenure is over */
+				tenure_end(lease, TENURE_END_REVOKED, now);
+				if (*nrevoked < maxrevoked)
+				{
+					revoked[*nrevoked].key = lease->key;
+					revoked[*nrevoked].epoch = lease->ended_epoch;
+				}
+				(*nrevoked)++;
+			}
+			else
+			{
+				lease->lock_no_memory = tenure_lock_table_full();
+				lease->lock_failed = true;
+				lease->lock_wanted = false;
+			}
+			changed = true;
+		}
+	}
+	LWLockRelease(tenure_shared->lock);
+
+	if (changed)
+		tenure_changed(false);
+	return next;
 }

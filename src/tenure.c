@@ -76,7 +76,7 @@ tenure_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 
-	if (access != OAT_DROP || tenure_shared == NULL)
+	if (access != OAT_DROP || !tenure_state_attached())
 		return;
 	if (classId == DatabaseRelationId)
 		tenure_txn_drop_database_leases(objectId);
@@ -159,6 +159,6 @@ _PG_init(void)
 
 	tenure_register_keeper();
 	tenure_txn_init();
-	tenure_lease_init();
+	tenure_catalog_init();
 	tenure_fence_init();
 }

@@ -35,7 +35,6 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "pg_tenure.h"
@@ -107,143 +106,54 @@ tenure_txn_drop_database_leases(Oid dbid)
 
 /*
  * Undo an acquisition that will not commit: give the reservation back.
- * Caller holds the LWLock exclusive.  Cannot fail.
+ * Between tenure_state_begin_update() and _end_update().  Cannot fail.
  */
 static bool
 tenure_txn_cancel(TenureAction *act)
 {
-	TenureLease *lease;
-
 	if (act->kind != TENURE_ACT_ACQUIRE)
 		return false;
-	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
-	if (lease == NULL || lease->state != TENURE_PENDING ||
-		lease->pending_token != act->token ||
-		lease->holder_pid != MyProcPid)
-		return false;
-	lease->state = TENURE_FREE;
-	lease->holder[0] = '\0';
-	lease->holder_pid = 0;
-	lease->holder_start = 0;
-	lease->session_bound = false;
-	lease->pending_xid = InvalidTransactionId;
-	lease->committing = false;
-	lease->lock_wanted = false;
-	return true;
+	return tenure_state_cancel(&act->key, act->token);
 }
 
 /*
- * End every tenure and pending acquisition of database dbid and mark its
- * entries dropped; the keeper lets their locks go and frees their slots.
- * Caller holds the LWLock exclusive.  Cannot fail.
- */
-static void
-tenure_txn_drop_database(Oid dbid, int64 now)
-{
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
-	{
-		if (lease->key.dbid != dbid)
-			continue;
-		if (lease->state == TENURE_HELD)
-			tenure_end(lease, TENURE_END_DROPPED, now);
-		/* a pending acquisition's COMMIT now fails at PRE_COMMIT */
-		lease->state = TENURE_FREE;
-		lease->holder[0] = '\0';
-		lease->holder_pid = 0;
-		lease->holder_start = 0;
-		lease->session_bound = false;
-		lease->pending_xid = InvalidTransactionId;
-		lease->committing = false;
-		lease->lock_wanted = false;
-		/* the history went with the extension, or there is none to write */
-		lease->ended_reason = TENURE_END_NONE;
-		lease->dropped = true;
-	}
-}
-
-/*
- * Publish a committed action.  Caller holds the LWLock exclusive.  Cannot
- * fail.
+ * Publish a committed action.  Between tenure_state_begin_update() and
+ * _end_update().  Cannot fail.
  */
 static void
 tenure_txn_publish(TenureAction *act, int64 now)
 {
-	TenureLease *lease;
-
-	if (act->kind == TENURE_ACT_DROP_DATABASE_LEASES)
-	{
-		tenure_txn_drop_database(act->key.dbid, now);
-		return;
-	}
-
-	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
-	if (lease == NULL)
-		return;
-
 	switch (act->kind)
 	{
 		case TENURE_ACT_ACQUIRE:
-			if (lease->state == TENURE_PENDING &&
-				lease->pending_token == act->token &&
-				lease->holder_pid == MyProcPid)
-			{
-				lease->state = TENURE_HELD;
-				lease->committing = false;
-				lease->pending_xid = InvalidTransactionId;
-				/* the keeper keeps its lock, or revokes us if it lost it */
-				lease->lock_wanted = true;
-				lease->lock_failed = false;
-				lease->epoch = Max(lease->epoch, lease->pending_epoch);
-				lease->pending_epoch = 0;
-				lease->ended_reason = TENURE_END_NONE;
-				lease->transitions++;
-			}
+			tenure_state_publish_acquire(&act->key, act->token);
 			break;
 		case TENURE_ACT_CLAIM:
-			lease->epoch = Max(lease->epoch, act->epoch);
-			lease->transitions++;
+			tenure_state_publish_claim(&act->key, act->epoch);
 			break;
 		case TENURE_ACT_RELEASE:
-			if (lease->state == TENURE_HELD)
-				tenure_end(lease, TENURE_END_RELEASED, now);
-			/* the history already says so */
-			lease->ended_reason = TENURE_END_NONE;
+			tenure_state_publish_release(&act->key, now);
 			break;
 		case TENURE_ACT_DROP:
-			/* not a lease created again under the name since */
-			if (lease->lease_id != act->epoch)
-				break;
-			if (lease->state == TENURE_HELD)
-				tenure_end(lease, TENURE_END_DROPPED, now);
-			lease->state = TENURE_FREE;
-			lease->lock_wanted = false;
-			lease->dropped = true;
+			tenure_state_publish_drop(&act->key, act->epoch, now);
 			break;
 		case TENURE_ACT_DROP_DATABASE_LEASES:
-			break;				/* handled above */
+			tenure_state_drop_database(act->key.dbid, now);
+			break;
 	}
 }
 
 /*
  * Whether an action still has an effect to publish: a claim always does,
  * an acquisition only if it reserved the lease (a renewal or a lost race
- * does not).  Caller holds the LWLock.
+ * does not).
  */
 static bool
 tenure_txn_effective(const TenureAction *act)
 {
-	TenureLease *lease;
-
 	if (act->kind != TENURE_ACT_ACQUIRE)
 		return true;
-	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
-	return lease != NULL && lease->state == TENURE_PENDING &&
-		lease->pending_token == act->token &&
-		lease->holder_pid == MyProcPid;
+	return tenure_state_reserved(&act->key, act->token);
 }
 
 /*
@@ -256,25 +166,10 @@ tenure_txn_effective(const TenureAction *act)
 static void
 tenure_txn_check_reservation(const TenureAction *act)
 {
-	TenureLease *lease;
-	int64		now = tenure_mono_now();
-	bool		valid = false;
-	int64		ttl_us = 0;
+	int64		ttl_us;
+	bool		valid;
 
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	lease = hash_search(tenure_leases, &act->key, HASH_FIND, NULL);
-	if (lease != NULL && lease->state == TENURE_PENDING &&
-		lease->pending_token == act->token &&
-		lease->holder_pid == MyProcPid &&
-		now < lease->acquired_mono + lease->ttl_us)
-	{
-		lease->committing = true;
-		valid = true;
-	}
-	else if (lease != NULL)
-		ttl_us = lease->ttl_us;
-	LWLockRelease(tenure_shared->lock);
-
+	valid = tenure_state_commit_reservation(&act->key, act->token, &ttl_us);
 	if (!valid)
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_LEASE_HELD),
@@ -307,14 +202,10 @@ tenure_txn_precommit(void)
 	foreach(lc, tenure_actions)
 	{
 		TenureAction *act = lfirst(lc);
-		bool		effective;
 
 		if (act->kind != TENURE_ACT_ACQUIRE && act->kind != TENURE_ACT_CLAIM)
 			continue;
-		LWLockAcquire(tenure_shared->lock, LW_SHARED);
-		effective = tenure_txn_effective(act);
-		LWLockRelease(tenure_shared->lock);
-		if (effective)
+		if (tenure_txn_effective(act))
 			tenure_fence_note(act->key.name, NULL, ExclusiveLock, -1);
 	}
 	tenure_fence_precommit();
@@ -331,13 +222,8 @@ tenure_txn_preprepare(void)
 	ListCell   *lc;
 	bool		effective = false;
 
-	if (tenure_actions != NIL)
-	{
-		LWLockAcquire(tenure_shared->lock, LW_SHARED);
-		foreach(lc, tenure_actions)
-			effective |= tenure_txn_effective(lfirst(lc));
-		LWLockRelease(tenure_shared->lock);
-	}
+	foreach(lc, tenure_actions)
+		effective |= tenure_txn_effective(lfirst(lc));
 	if (effective)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -375,11 +261,10 @@ tenure_xact_callback(XactEvent event, void *arg)
 			{
 				int64		now = tenure_mono_now();
 
-				LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+				tenure_state_begin_update();
 				foreach(lc, tenure_actions)
 					tenure_txn_publish(lfirst(lc), now);
-				LWLockRelease(tenure_shared->lock);
-				changed = true;
+				tenure_state_end_update(true);
 				tenure_actions = NIL;
 			}
 			break;
@@ -389,21 +274,15 @@ tenure_xact_callback(XactEvent event, void *arg)
 			tenure_fence_reset();
 			if (tenure_actions != NIL)
 			{
-				LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+				tenure_state_begin_update();
 				foreach(lc, tenure_actions)
 					changed |= tenure_txn_cancel(lfirst(lc));
-				LWLockRelease(tenure_shared->lock);
+				tenure_state_end_update(changed);
 				tenure_actions = NIL;
 			}
 			break;
 		default:
-			return;
-	}
-
-	if (changed)
-	{
-		tenure_wake_keeper();
-		ConditionVariableBroadcast(&tenure_shared->cv);
+			break;
 	}
 }
 
@@ -433,7 +312,7 @@ tenure_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
-		LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+		tenure_state_begin_update();
 		foreach(lc, tenure_actions)
 		{
 			TenureAction *act = lfirst(lc);
@@ -444,12 +323,7 @@ tenure_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				tenure_actions = foreach_delete_current(tenure_actions, lc);
 			}
 		}
-		LWLockRelease(tenure_shared->lock);
-		if (changed)
-		{
-			tenure_wake_keeper();
-			ConditionVariableBroadcast(&tenure_shared->cv);
-		}
+		tenure_state_end_update(changed);
 	}
 }
 

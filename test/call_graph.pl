@@ -2,8 +2,10 @@
 #
 # The calls between pg_tenure's source files must run one way only: which
 # file defines each function declared in src/pg_tenure.h, which other
-# files call it, and no cycle among them.  Prints the edges; exits 1 on a
-# cycle.
+# files call it, and no cycle among them.  And state.c alone touches the
+# lease table: no other file takes an LWLock or searches a hash table.
+# Prints the edges; exits 1 on a cycle or a lease-table access outside
+# state.c.
 #
 #   perl test/call_graph.pl [SOURCE_TREE]
 
@@ -78,9 +80,23 @@ sub visit
 }
 visit($_) for grep { !$state{$_} } sort keys %text;
 
+my @outside;
+for my $file (sort keys %text)
+{
+	next if $file eq 'state.c';
+	push @outside, "$file: $1"
+	  while $text{$file} =~ /\b(LWLockAcquire|LWLockConditionalAcquire|hash_search|hash_seq_init|hash_get_num_entries|ShmemInitHash|ShmemInitStruct)\b/g;
+}
+
 if ($cycle)
 {
 	print STDERR "call_graph: cycle: $cycle\n";
 	exit 1;
 }
 print "call_graph: no cycle\n";
+if (@outside)
+{
+	print STDERR "call_graph: lease table touched outside state.c: $_\n" for @outside;
+	exit 1;
+}
+print "call_graph: only state.c touches the lease table\n";

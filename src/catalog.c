@@ -1,14 +1,21 @@
 /*-------------------------------------------------------------------------
  *
- * durable.c
+ * catalog.c
  *		The durable side of leases: statements run as the owner of
- *		pg_tenure's tables, a lease's row, issuing epochs, and the history.
+ *		pg_tenure's tables, a lease's row and its owner's rights, issuing
+ *		epochs, the history, and building a lease's shared-memory entry
+ *		from its row.
  *
- * Every function here runs inside an SPI session opened by
+ * The statements here run inside an SPI session opened by
  * tenure_spi_begin(), which becomes the owner of tenure.lease (the owner of
  * all of the extension's tables) and pins search_path to pg_catalog, so
  * that nothing in these statements resolves through the caller's
- * search_path.  Callers check the caller's rights first.
+ * search_path.  Callers check the caller's rights first
+ * (tenure_check_owner()).
+ *
+ * A lease's entry in shared memory (state.c) is built from its latest
+ * committed row, read with a fresh snapshot, never from the caller's
+ * (tenure_ensure_entry(), tenure_load_entry()).
  *
  *-------------------------------------------------------------------------
  */
@@ -23,8 +30,9 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/snapmgr.h"
@@ -281,7 +289,7 @@ tenure_open_at_shutdown(const char *name)
 	int			rc;
 
 	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(tenure_shared->boot_id);
+	args[1] = Int64GetDatum(tenure_boot_id());
 	args[2] = Int64GetDatum((int64) GetSystemIdentifier());
 	args[3] = Int64GetDatum(RecoveryInProgress() ? 0 : (int64) GetWALInsertionTimeLine());
 	rc = SPI_execute_with_args("SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id"
@@ -310,22 +318,13 @@ tenure_open_at_shutdown(const char *name)
 void
 tenure_history_close(const char *name, const TenureKey *key)
 {
-	TenureLease *lease;
 	Datum		args[4];
 	bool		nulls[4] = {false, false, false, false};
-	const char *reason = NULL;
+	const char *reason;
 	int64		epoch = 0;
 	TimestampTz ended = 0;
 
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	lease = hash_search(tenure_leases, key, HASH_FIND, NULL);
-	if (lease != NULL && lease->ended_reason != TENURE_END_NONE)
-	{
-		reason = tenure_end_reason_name(lease->ended_reason);
-		epoch = lease->ended_epoch;
-		ended = lease->ended_wall;
-	}
-	LWLockRelease(tenure_shared->lock);
+	reason = tenure_state_ended(key, &epoch, &ended);
 
 	/*
 	 * Tenures of any lease that were open when the server went down.  Rows
@@ -335,8 +334,8 @@ tenure_history_close(const char *name, const TenureKey *key)
 	 * acquisition of another lease, which nobody takes over and so nobody
 	 * ends (see tenure_end_abandoned()).
 	 */
-	args[0] = Int64GetDatum(tenure_shared->boot_id);
-	args[1] = TimestampTzGetDatum(tenure_shared->ready_time);
+	args[0] = Int64GetDatum(tenure_boot_id());
+	args[1] = TimestampTzGetDatum(tenure_ready_time());
 	tenure_spi_exec("UPDATE tenure.history"
 					" SET ended = GREATEST(started, $2), end_reason = 'server restart'"
 					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
@@ -586,7 +585,7 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 	args[1] = Int64GetDatum(epoch);
 	args[2] = CStringGetTextDatum(holder);
 	args[3] = BoolGetDatum(session_bound);
-	args[4] = Int64GetDatum(tenure_shared->boot_id);
+	args[4] = Int64GetDatum(tenure_boot_id());
 	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
 					" boot_id, issued_sysid, issued_tli, base)"
 					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
@@ -606,3 +605,115 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 					"ti", args, NULL, SPI_OK_DELETE);
 }
 
+/*
+ * The last (caller, owner) pair found to pass tenure_check_owner(); reset
+ * whenever roles or role memberships change.  Lets renew check rights
+ * without a catalog lookup: tenure_state_renew() is told which owner the
+ * caller is known to act for.
+ */
+static Oid	tenure_acting_user = InvalidOid;
+static Oid	tenure_acting_owner = InvalidOid;
+
+static void
+tenure_acting_reset(Datum arg, int cacheid, uint32 hashvalue)
+{
+	tenure_acting_user = InvalidOid;
+	tenure_acting_owner = InvalidOid;
+}
+
+/*
+ * The owner whose privileges the current user is known to have, without
+ * looking at the catalogs; InvalidOid if none is known.
+ */
+Oid
+tenure_known_owner(void)
+{
+	return GetUserId() == tenure_acting_user ? tenure_acting_owner : InvalidOid;
+}
+
+/*
+ * At library load: register the cache callbacks (registering later could
+ * find the callback slots taken, which is FATAL).
+ */
+void
+tenure_catalog_init(void)
+{
+	CacheRegisterSyscacheCallback(AUTHOID, tenure_acting_reset, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, tenure_acting_reset, (Datum) 0);
+}
+
+/*
+ * Fail with 42501 unless the caller has the privileges of the lease's
+ * owner.  Inside an SPI session the current user is the tables' owner:
+ * pass spi.save_userid there.
+ */
+void
+tenure_check_owner(const char *name, Oid owner, Oid caller)
+{
+	if (caller == tenure_acting_user && owner == tenure_acting_owner)
+		return;
+	if (!has_privs_of_role(caller, owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for lease \"%s\"", name),
+				 errdetail("Only roles with the privileges of role \"%s\" may acquire, renew, release, claim or drop it.",
+						   GetUserNameFromId(owner, true) ?
+						   GetUserNameFromId(owner, true) : "?")));
+	tenure_acting_user = caller;
+	tenure_acting_owner = owner;
+}
+
+/*
+ * Bring the lease into shared memory if it is not there (or only as
+ * cached during recovery), from its latest committed row.  Runs its own
+ * SPI session; fails with 42704 for an unknown lease.
+ */
+void
+tenure_ensure_entry(const char *name, const TenureKey *key)
+{
+	TenureSpi	spi;
+	TenureRow	row;
+	bool		open_at_shutdown;
+
+	if (!tenure_state_stale(key, 0))
+		return;
+	tenure_spi_begin(&spi);
+	(void) tenure_load_committed(name, &row, false, &open_at_shutdown);
+	tenure_spi_end(&spi);
+	tenure_load_entry(key, &row, open_at_shutdown);
+}
+
+/*
+ * Find the lease's shared entry, creating it from its row if needed; row
+ * comes from tenure_load_committed().  Fails with 53400 when the table is
+ * full of leases in use.  open_at_shutdown: see tenure_load_committed();
+ * applied when the entry is built.
+ */
+void
+tenure_load_entry(const TenureKey *key, const TenureRow *row,
+				  bool open_at_shutdown)
+{
+	int64		now = tenure_mono_now();
+	int64		deadline = now + TENURE_KEEPER_WAIT_US;
+	TenureLoadResult r;
+
+	while ((r = tenure_state_load(key, row, open_at_shutdown, now)) == TENURE_LOAD_SOON &&
+		   now < deadline)
+	{
+		/* a lease was just released: the keeper is letting its lock go */
+		tenure_wake_keeper();
+		tenure_state_prepare_wait();
+		(void) tenure_state_wait(10);
+		tenure_state_cancel_wait();
+		CHECK_FOR_INTERRUPTS();
+		now = tenure_mono_now();
+	}
+	if (r != TENURE_LOAD_DONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many leases in use"),
+				 errdetail_plural("The %d lease slot of shared memory is taken by a lease that is held, being acquired, or still in a former holder's hold-off.",
+								  "All %d lease slots of shared memory are taken by leases that are held, being acquired, or still in a former holder's hold-off.",
+								  tenure_max_leases, tenure_max_leases),
+				 errhint("Increase tenure.max_leases and restart the server, or drop unused leases.")));
+}
