@@ -117,9 +117,9 @@ tenure_end_abandoned(const char *name, const TenureAbandoned *abandoned)
 									   abandoned->pid),
 							 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
 				ereport(LOG,
-						(errmsg("terminating backend %d, whose acquisition of lease \"%s\" expired before its transaction committed",
+						(errmsg("terminating backend %d for an expired acquisition of lease \"%s\"",
 								abandoned->pid, name),
-						 errdetail("The transaction holds the lease's row lock, which the new holder needs.")));
+						 errdetail("Its transaction did not commit within the lease's ttl and holds the lease's row lock, which the new holder needs.")));
 #ifdef HAVE_SETSID
 				(void) kill(-abandoned->pid, SIGTERM);
 #else

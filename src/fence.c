@@ -743,7 +743,8 @@ tenure_fence_trigger(PG_FUNCTION_ARGS)
 		trigdata->tg_trigger->tgnargs != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("tenure.fence_trigger() must be a BEFORE ... FOR EACH STATEMENT trigger with the lease as its argument"),
+				 errmsg("tenure.fence_trigger() was fired in an unsupported way"),
+				 errdetail("It must be a BEFORE ... FOR EACH STATEMENT trigger whose one argument names the lease."),
 				 errhint("Use tenure.fence_table() to fence a table.")));
 
 	tenure_require_loaded();
@@ -779,12 +780,9 @@ tenure_present(PG_FUNCTION_ARGS)
 	StringInfoData buf;
 	int			i;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null",
-						PG_ARGISNULL(0) ? "lease name" :
-						PG_ARGISNULL(1) ? "epoch" : "is_local")));
+	tenure_arg_not_null(fcinfo, 0, "lease");
+	tenure_arg_not_null(fcinfo, 1, "epoch");
+	tenure_arg_not_null(fcinfo, 2, "is_local");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	epoch = PG_GETARG_INT64(1);
 	is_local = PG_GETARG_BOOL(2);
@@ -848,7 +846,8 @@ tenure_fence_apply_trigger(PG_FUNCTION_ARGS)
 		trigdata->tg_trigger->tgnargs != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("tenure.fence_apply_trigger() must be an AFTER ... FOR EACH ROW trigger with the lease as its argument"),
+				 errmsg("tenure.fence_apply_trigger() was fired in an unsupported way"),
+				 errdetail("It must be an AFTER ... FOR EACH ROW trigger whose one argument names the lease."),
 				 errhint("Use tenure.fence_table() to fence a table.")));
 
 	lease = trigdata->tg_trigger->tgargs[0];

@@ -371,10 +371,7 @@ tenure_fence_targets(FunctionCallInfo fcinfo)
 	List	   *rels;
 	ListCell   *lc;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
+	tenure_arg_not_null(fcinfo, 0, "tbl");
 	relid = PG_GETARG_OID(0);
 
 	tenure_require_loaded();
@@ -464,10 +461,7 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 	TenureSpi	spi;
 	Datum		args[1];
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("lease name must not be null")));
+	tenure_arg_not_null(fcinfo, 1, "lease");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	rels = tenure_fence_targets(fcinfo);
 	relid = linitial_oid(rels);
@@ -660,20 +654,20 @@ tenure_fence_ddl_other_parents(const TenureFenceEdge *edge)
 		if (lease == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot make table %s a child of both table %s, which is fenced by lease \"%s\", and table %s, which is not fenced",
-							tenure_rel_qualified(edge->child),
-							tenure_rel_qualified(edge->parent), edge->parent_lease,
-							tenure_rel_qualified(other)),
-					 errdetail("A fence covers whole inheritance trees: writes through table %s would not be checked.",
+					 errmsg("cannot make table %s a child of both a fenced and an unfenced table",
+							tenure_rel_qualified(edge->child)),
+					 errdetail("Table %s is fenced by lease \"%s\", table %s is not fenced. A fence covers whole inheritance trees: writes through table %s would not be checked.",
+							   tenure_rel_qualified(edge->parent), edge->parent_lease,
+							   tenure_rel_qualified(other),
 							   tenure_rel_qualified(other))));
 		if (strcmp(lease, edge->parent_lease) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot make table %s a child of both table %s, which is fenced by lease \"%s\", and table %s, which is fenced by lease \"%s\"",
-							tenure_rel_qualified(edge->child),
-							tenure_rel_qualified(edge->parent), edge->parent_lease,
-							tenure_rel_qualified(other), lease),
-					 errdetail("All tables of a partition or inheritance tree are fenced by the same lease.")));
+					 errmsg("cannot make table %s a child of tables fenced by different leases",
+							tenure_rel_qualified(edge->child)),
+					 errdetail("Table %s is fenced by lease \"%s\", table %s by lease \"%s\". All tables of a partition or inheritance tree are fenced by the same lease.",
+							   tenure_rel_qualified(edge->parent), edge->parent_lease,
+							   tenure_rel_qualified(other), lease)));
 	}
 }
 
@@ -764,11 +758,12 @@ tenure_fence_ddl_trees(void)
 					if (get_rel_persistence(edge->child) == RELPERSISTENCE_TEMP)
 						ereport(ERROR,
 								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-								 errmsg("cannot make temporary table %s a partition or child of table %s, which is fenced by lease \"%s\"",
+								 errmsg("cannot make temporary table %s a partition or child of fenced table %s",
 										tenure_rel_qualified(edge->child),
-										tenure_rel_qualified(edge->parent),
-										edge->parent_lease),
-								 errdetail("A temporary table is dropped when its session ends, or by DISCARD, where no fence can check it.")));
+										tenure_rel_qualified(edge->parent)),
+								 errdetail("Table %s is fenced by lease \"%s\". A temporary table is dropped when its session ends, or by DISCARD, where no fence can check it.",
+										   tenure_rel_qualified(edge->parent),
+										   edge->parent_lease)));
 					tenure_fence_ddl_other_parents(edge);
 					tenure_fence_one(edge->child, edge->parent_lease);
 					round = lappend_oid(round, edge->child);
@@ -777,19 +772,21 @@ tenure_fence_ddl_trees(void)
 			else if (edge->child_lease == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot make foreign table %s a partition or child of table %s, which is fenced by lease \"%s\"",
+						 errmsg("cannot make foreign table %s a partition or child of fenced table %s",
 								tenure_rel_qualified(edge->child),
-								tenure_rel_qualified(edge->parent),
-								edge->parent_lease),
-						 errdetail("Writes to a foreign table are made by another server, where no fence can check them.")));
+								tenure_rel_qualified(edge->parent)),
+						 errdetail("Table %s is fenced by lease \"%s\". Writes to a foreign table are made by another server, where no fence can check them.",
+								   tenure_rel_qualified(edge->parent),
+								   edge->parent_lease)));
 			else if (edge->parent_lease == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot make table %s, which is fenced by lease \"%s\", a partition or child of table %s, which is not fenced",
+						 errmsg("cannot make fenced table %s a partition or child of unfenced table %s",
 								tenure_rel_qualified(edge->child),
-								edge->child_lease,
 								tenure_rel_qualified(edge->parent)),
-						 errdetail("A fence covers whole partition and inheritance trees: writes through table %s would not be checked.",
+						 errdetail("Table %s is fenced by lease \"%s\". A fence covers whole partition and inheritance trees: writes through table %s would not be checked.",
+								   tenure_rel_qualified(edge->child),
+								   edge->child_lease,
 								   tenure_rel_qualified(edge->parent)),
 						 errhint("Unfence table %s first, or fence the root of table %s by the same lease first.",
 								 tenure_rel_qualified(edge->child),
@@ -797,12 +794,13 @@ tenure_fence_ddl_trees(void)
 			else
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot make table %s, which is fenced by lease \"%s\", a partition or child of table %s, which is fenced by lease \"%s\"",
-								tenure_rel_qualified(edge->child),
-								edge->child_lease,
-								tenure_rel_qualified(edge->parent),
-								edge->parent_lease),
-						 errdetail("All tables of a partition or inheritance tree are fenced by the same lease.")));
+						 errmsg("cannot make table %s a partition or child of a table fenced by another lease",
+								tenure_rel_qualified(edge->child)),
+						 errdetail("Table %s is fenced by lease \"%s\", table %s by lease \"%s\". All tables of a partition or inheritance tree are fenced by the same lease.",
+								   tenure_rel_qualified(edge->child),
+								   edge->child_lease,
+								   tenure_rel_qualified(edge->parent),
+								   edge->parent_lease)));
 		}
 		fixed = list_concat(fixed, round);
 	}
@@ -851,10 +849,11 @@ tenure_fence_ddl_subscriptions(void)
 	if (OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("logical replication subscription \"%s\" cannot write table %s, which is fenced by lease \"%s\"",
+				 errmsg("logical replication subscription \"%s\" cannot write fenced table %s",
 						tenure_subscription_name(subid),
-						tenure_rel_qualified(relid), lease),
-				 errdetail("Logical replication applies changes without presenting an epoch, so the fence would reject them all."),
+						tenure_rel_qualified(relid)),
+				 errdetail("Table %s is fenced by lease \"%s\". Logical replication applies changes without presenting an epoch, so the fence would reject them all.",
+						   tenure_rel_qualified(relid), lease),
 				 errhint("Leave the table out of the subscription's publications, or unfence it first.")));
 }
 
@@ -1019,10 +1018,10 @@ tenure_fence_ddl_dropped_triggers(void)
 		if (DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot drop trigger \"%s\" of table %s, which is fenced by lease \"%s\" with its partition or inheritance tree",
-							SPI_getvalue(tup, desc, 5), SPI_getvalue(tup, desc, 2),
-							SPI_getvalue(tup, desc, 3)),
-					 errdetail("Writes to a fenced table are checked by its fence triggers, and a tree is fenced whole."),
+					 errmsg("cannot drop trigger \"%s\" of table %s in a fenced partition or inheritance tree",
+							SPI_getvalue(tup, desc, 5), SPI_getvalue(tup, desc, 2)),
+					 errdetail("The tree is fenced by lease \"%s\". Writes to a fenced table are checked by its fence triggers, and a tree is fenced whole.",
+							   SPI_getvalue(tup, desc, 3)),
 					 errhint("Unfence the root of the tree with tenure.unfence_table() first.")));
 	}
 	for (i = 0; i < n; i++)

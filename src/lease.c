@@ -3,8 +3,7 @@
  * lease.c
  *		The SQL functions of pg_tenure's leases: create_lease, drop_lease,
  *		acquire, acquire_or_error, renew, release, leader_is,
- *		current_epoch and claim_epoch; and the checks of arguments that
- *		other files' SQL functions share.
+ *		current_epoch and claim_epoch.
  *
  * Durable facts (the lease's settings and owner, its epoch, the history)
  * live in tables of the schema tenure, which only the extension's owner
@@ -19,12 +18,10 @@
 
 
 #include "access/xact.h"
-#include "common/int.h"
 #include "commands/async.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "parser/scansup.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/timestamp.h"
@@ -40,95 +37,6 @@ PG_FUNCTION_INFO_V1(tenure_release);
 PG_FUNCTION_INFO_V1(tenure_leader_is);
 PG_FUNCTION_INFO_V1(tenure_current_epoch);
 PG_FUNCTION_INFO_V1(tenure_claim_epoch);
-
-/*
- * Validate a lease name or holder argument and return it as a C string.
- */
-char *
-tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *what,
-				int maxlen)
-{
-	char	   *s;
-	int			len;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	len = strlen(s);
-	if (len == 0 || len > maxlen)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be between 1 and %d bytes long", what, maxlen),
-				 len > 0 ? errdetail_plural("The %s given is %d byte long.",
-											"The %s given is %d bytes long.",
-											len, what, len) : 0));
-	return s;
-}
-
-/*
- * Validate a lease name argument: 1 to TENURE_NAME_MAX bytes, and neither
- * "," nor "=", which separate tokens in tenure.tokens.
- */
-char *
-tenure_arg_lease(FunctionCallInfo fcinfo, int argno)
-{
-	char	   *s = tenure_arg_text(fcinfo, argno, "lease name", TENURE_NAME_MAX);
-
-	if (strpbrk(s, ",=") != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease name \"%s\" contains \",\" or \"=\"", s),
-				 errdetail("Lease names appear in tenure.tokens, where these characters separate tokens.")));
-	/* tenure.tokens ignores blanks around names: " a" would count for "a" */
-	if (scanner_isspace(s[0]) || scanner_isspace(s[strlen(s) - 1]))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease name \"%s\" begins or ends with white space", s),
-				 errdetail("Lease names appear in tenure.tokens, which ignores white space around them.")));
-	return s;
-}
-
-/*
- * Validate an interval argument and return it in microseconds.  Zero is
- * accepted only when allow_zero is set.
- */
-int64
-tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
-					bool allow_zero, int64 max_us)
-{
-	Interval   *iv;
-	int64		us;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-	iv = PG_GETARG_INTERVAL_P(argno);
-	if (iv->month != 0 ||
-		pg_add_s64_overflow((int64) iv->day * USECS_PER_DAY, iv->time, &us))
-		us = -1;				/* no fixed length, or absurd */
-	if (us < 0 || us > max_us || (us == 0 && !allow_zero))
-	{
-		char	   *given = DatumGetCString(DirectFunctionCall1(interval_out,
-																IntervalPGetDatum(iv)));
-
-		if (allow_zero)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s must be between 0 and 1 day", what),
-					 errdetail("The %s given is %s.", what, given),
-					 iv->month != 0 ? errhint("Months and years have no fixed length; use days.") : 0));
-		else
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s must be greater than zero and at most 1 day", what),
-					 errdetail("The %s given is %s.", what, given),
-					 iv->month != 0 ? errhint("Months and years have no fixed length; use days.") : 0));
-	}
-	return us;
-}
 
 /*
  * Queue a NOTIFY on channel "tenure", delivered if the transaction commits.
@@ -307,10 +215,7 @@ tenure_acquire(PG_FUNCTION_ARGS)
 	int64		epoch;
 	TenureBusy	busy;
 
-	if (PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("session_bound must not be null")));
+	tenure_arg_not_null(fcinfo, 3, "session_bound");
 	session_bound = PG_GETARG_BOOL(3);
 
 	epoch = tenure_acquire_sql(fcinfo, name, holder, wait_us, session_bound,
@@ -336,10 +241,7 @@ tenure_acquire_or_error(PG_FUNCTION_ARGS)
 	int64		epoch;
 	TenureBusy	busy;
 
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("session_bound must not be null")));
+	tenure_arg_not_null(fcinfo, 2, "session_bound");
 	session_bound = PG_GETARG_BOOL(2);
 
 	epoch = tenure_acquire_sql(fcinfo, name, holder, 0, session_bound,

@@ -44,9 +44,6 @@ PG_FUNCTION_INFO_V1(tenure_shared_memory_bytes);
 /* how often await_change reads the table during recovery */
 #define TENURE_STANDBY_POLL_MS	100L
 
-/* longest wait of await_active */
-#define TENURE_MAX_WAIT_US	((int64) USECS_PER_DAY)
-
 /*
  * tenure.await_active(lease, holder, timeout) returns boolean
  *
@@ -60,42 +57,16 @@ tenure_await_active(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	char	   *holder;
-	Interval   *iv;
 	int64		timeout_us;
 	int64		deadline;
 	TenureKey	key;
 	bool		result = false;
 
 	tenure_require_loaded();
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null",
-						PG_ARGISNULL(0) ? "lease name" :
-						PG_ARGISNULL(1) ? "holder" : "timeout")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	holder = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if (strlen(name) < 1 || strlen(name) > TENURE_NAME_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease name must be between 1 and %d bytes long",
-						TENURE_NAME_MAX)));
-	if (strlen(holder) < 1 || strlen(holder) > TENURE_HOLDER_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("holder must be between 1 and %d bytes long",
-						TENURE_HOLDER_MAX)));
-	iv = PG_GETARG_INTERVAL_P(2);
-	if (iv->month != 0 ||
-		pg_add_s64_overflow((int64) iv->day * USECS_PER_DAY, iv->time,
-							&timeout_us) ||
-		timeout_us < 0 || timeout_us > TENURE_MAX_WAIT_US)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("timeout must be between 0 and 1 day"),
-				 errdetail("The timeout given is %s.",
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(iv))))));
+	name = tenure_arg_text(fcinfo, 0, "lease", TENURE_NAME_MAX);
+	holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
+	timeout_us = tenure_arg_interval(fcinfo, 2, "timeout", true,
+									 TENURE_MAX_INTERVAL_US);
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	deadline = tenure_mono_now() + timeout_us;
@@ -213,7 +184,7 @@ tenure_await_change(PG_FUNCTION_ARGS)
 	bool		know_epoch = !PG_ARGISNULL(1);
 	int64		known_epoch = know_epoch ? PG_GETARG_INT64(1) : 0;
 	char	   *known_holder = PG_ARGISNULL(2) ? NULL :
-		tenure_arg_text(fcinfo, 2, "holder", TENURE_HOLDER_MAX);
+		tenure_arg_text(fcinfo, 2, "known_holder", TENURE_HOLDER_MAX);
 	int64		timeout_us = tenure_arg_interval(fcinfo, 3, "timeout", true,
 												 TENURE_MAX_INTERVAL_US);
 	TenureKey	key;

@@ -302,14 +302,17 @@ extern int64 tenure_acquire_tenure(const char *name, const char *holder,
 								   int64 wait_us, bool session_bound,
 								   TenureBusy *busy, bool *started);
 
-/* lease.c: the SQL lease functions, and argument checks shared by others */
+/* args.c: checks of SQL arguments */
 /* longest ttl, hold-off, wait or timeout argument */
 #define TENURE_MAX_INTERVAL_US	((int64) USECS_PER_DAY)
-extern char *tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *what,
-							 int maxlen);
+extern void tenure_arg_not_null(FunctionCallInfo fcinfo, int argno,
+								const char *argname);
+extern char *tenure_arg_text(FunctionCallInfo fcinfo, int argno,
+							 const char *argname, int maxlen);
 extern char *tenure_arg_lease(FunctionCallInfo fcinfo, int argno);
-extern int64 tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *what,
-								 bool allow_zero, int64 max_us);
+extern int64 tenure_arg_interval(FunctionCallInfo fcinfo, int argno,
+								 const char *argname, bool allow_zero,
+								 int64 max_us);
 
 /* fence.c */
 extern char *tenure_tokens_string;

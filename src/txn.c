@@ -227,8 +227,8 @@ tenure_txn_preprepare(void)
 	if (effective)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot prepare a transaction that acquired, claimed, released or dropped a lease"),
-				 errdetail("pg_tenure publishes lease changes when their transaction commits, which a prepared transaction cannot do.")));
+				 errmsg("cannot prepare a transaction that changed a lease"),
+				 errdetail("The transaction acquired, claimed, released or dropped a lease. pg_tenure publishes such changes when their transaction commits, which a prepared transaction cannot do.")));
 	if (tenure_fence_wrote())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -84,12 +84,12 @@ $sub->safe_psql(
 });
 like(
 	$err,
-	qr/ERROR:  logical replication subscription "la_s" cannot write table public\.la_sub, which is fenced by lease "la"/,
+	qr/ERROR:  logical replication subscription "la_s" cannot write fenced table public\.la_sub\n.*DETAIL:  Table public\.la_sub is fenced by lease "la"\./s,
 	'attaching a subscribed table to a fenced tree is refused');
 
 # a fenced table cannot be added to a subscription
 my $refused =
-  qr/ERROR:  logical replication subscription "la_s2?" cannot write table public\.la_f, which is fenced by lease "la"\n.*HINT:  Leave the table out of the subscription's publications, or unfence it first\./s;
+  qr/ERROR:  logical replication subscription "la_s2?" cannot write fenced table public\.la_f\n.*DETAIL:  Table public\.la_f is fenced by lease "la"\..*\n.*HINT:  Leave the table out of the subscription's publications, or unfence it first\./s;
 ($ret, $out, $err) = $sub->psql('postgres',
 	"CREATE SUBSCRIPTION la_s2 CONNECTION '$connstr' PUBLICATION la_pub_f WITH (create_slot = false, slot_name = NONE, enabled = false)"
 );

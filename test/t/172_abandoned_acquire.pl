@@ -107,7 +107,7 @@ like($second, qr/^\d+$/,
 is($node->safe_psql('postgres', "SELECT tenure.leader_is('idle', 'b')"),
 	't', 'the second acquirer leads');
 ok( $node->log_contains(
-		qr/terminating backend $idle_pid, whose acquisition of lease "idle" expired before its transaction committed/,
+		qr/terminating backend $idle_pid for an expired acquisition of lease "idle"/,
 		$log_offset),
 	'the abandoned backend was terminated, and the log says why');
 ok( $node->poll_query_until(
