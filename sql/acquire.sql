@@ -326,6 +326,26 @@ SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'acq_prep_2';
 SELECT tenure.current_epoch('acq_prep') = :p1 AS current_epoch_is_p1,
 	   tenure.acquire('acq_prep', 'b') = :p1 AS renewal_returns_p1;
 
+--
+-- tenure.history_per_lease: a lease keeps its N most recent history rows
+-- and at most 63 more.  Rows beyond N are deleted at the first new row
+-- after the lease's entry is loaded and then at every 64th.
+--
+SET tenure.history_per_lease = 3;
+SELECT tenure.create_lease('acq_hist');
+SELECT tenure.acquire('acq_hist', 'a') > 0 AS acquired;
+DO $$BEGIN FOR i IN 1 .. 63 LOOP PERFORM tenure.claim_epoch('acq_hist', 'a'); END LOOP; END$$;
+-- 64 rows: the 64th is not due to trim
+SELECT count(*) AS rows_after_64 FROM tenure.history WHERE lease = 'acq_hist';
+SELECT tenure.claim_epoch('acq_hist', 'a') > 0 AS claimed_65th;
+-- the 65th row trims to the 3 most recent
+SELECT count(*) AS rows_after_65,
+	   max(epoch) = tenure.current_epoch('acq_hist') AS newest_kept
+  FROM tenure.history WHERE lease = 'acq_hist';
+DO $$BEGIN FOR i IN 1 .. 5 LOOP PERFORM tenure.claim_epoch('acq_hist', 'a'); END LOOP; END$$;
+SELECT count(*) AS rows_after_70 FROM tenure.history WHERE lease = 'acq_hist';
+RESET tenure.history_per_lease;
+
 -- clean up
 SELECT tenure.drop_lease(lease) FROM tenure.leases
  WHERE lease LIKE 'acq\_%' ORDER BY lease;

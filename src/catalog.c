@@ -26,14 +26,17 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -93,51 +96,124 @@ tenure_spi_end(TenureSpi *spi)
 }
 
 /*
- * Run one statement with text and bigint arguments; returns SPI_processed.
- * types holds one letter per argument: 't' text, 'i' bigint, 'b' boolean,
- * 'z' timestamptz, 'v' interval, 'o' oid; a NULL value is passed as SQL NULL.
+ * Statements run through tenure_spi_exec() are prepared once per backend
+ * and kept (SPI_keepplan), keyed by their text: parsing and planning cost
+ * more than running most of them.  The plan cache replans a kept plan
+ * when a table it uses changes, also when the extension is dropped and
+ * created again.  Every statement names its objects schema-qualified and
+ * runs under the same search_path (tenure_spi_begin()).
+ */
+typedef struct TenureStmtEntry
+{
+	const char *sql;			/* key: the statement's text (a copy) */
+	SPIPlanPtr	plan;
+	char		types[9];
+} TenureStmtEntry;
+
+static HTAB *tenure_stmts = NULL;
+
+static uint32
+tenure_stmt_hash(const void *key, Size keysize)
+{
+	return string_hash(*(const char *const *) key, strlen(*(const char *const *) key) + 1);
+}
+
+static int
+tenure_stmt_match(const void *key1, const void *key2, Size keysize)
+{
+	return strcmp(*(const char *const *) key1, *(const char *const *) key2);
+}
+
+static void *
+tenure_stmt_keycopy(void *dest, const void *src, Size keysize)
+{
+	*(const char **) dest = MemoryContextStrdup(TopMemoryContext,
+												*(const char *const *) src);
+	return dest;
+}
+
+static Oid
+tenure_spi_type(char t)
+{
+	switch (t)
+	{
+		case 't':
+			return TEXTOID;
+		case 'i':
+			return INT8OID;
+		case 'b':
+			return BOOLOID;
+		case 'z':
+			return TIMESTAMPTZOID;
+		case 'v':
+			return INTERVALOID;
+		case 'o':
+			return OIDOID;
+	}
+	elog(ERROR, "unknown SPI argument type %c", t);
+	return InvalidOid;			/* keep compiler quiet */
+}
+
+/*
+ * Run one statement with arguments; returns SPI_processed.  types holds one
+ * letter per argument: 't' text, 'i' bigint, 'b' boolean, 'z' timestamptz,
+ * 'v' interval, 'o' oid; a NULL value is passed as SQL NULL.  sql is
+ * prepared on first use and kept for the session.
  */
 uint64
 tenure_spi_exec(const char *sql, const char *types, Datum *values,
 				const bool *isnull, int expected)
 {
 	int			nargs = strlen(types);
-	Oid			argtypes[8];
 	char		nulls[8] = {0};
+	TenureStmtEntry *stmt;
+	bool		found;
 	int			rc;
 	int			i;
 
 	Assert(nargs <= 8);
-	for (i = 0; i < nargs; i++)
+	if (tenure_stmts == NULL)
 	{
-		switch (types[i])
-		{
-			case 't':
-				argtypes[i] = TEXTOID;
-				break;
-			case 'i':
-				argtypes[i] = INT8OID;
-				break;
-			case 'b':
-				argtypes[i] = BOOLOID;
-				break;
-			case 'z':
-				argtypes[i] = TIMESTAMPTZOID;
-				break;
-			case 'v':
-				argtypes[i] = INTERVALOID;
-				break;
-			case 'o':
-				argtypes[i] = OIDOID;
-				break;
-			default:
-				elog(ERROR, "unknown SPI argument type %c", types[i]);
-		}
-		nulls[i] = (isnull != NULL && isnull[i]) ? 'n' : ' ';
+		HASHCTL		info;
+
+		memset(&info, 0, sizeof(info));
+		info.keysize = sizeof(const char *);
+		info.entrysize = sizeof(TenureStmtEntry);
+		info.hash = tenure_stmt_hash;
+		info.match = tenure_stmt_match;
+		info.keycopy = tenure_stmt_keycopy;
+		info.hcxt = TopMemoryContext;
+		tenure_stmts = hash_create("pg_tenure statements", 64, &info,
+								   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
+								   HASH_KEYCOPY | HASH_CONTEXT);
 	}
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	stmt = hash_search(tenure_stmts, &sql, HASH_ENTER, &found);
+	if (!found)
+	{
+		stmt->plan = NULL;
+		strlcpy(stmt->types, types, sizeof(stmt->types));
+	}
+	Assert(strcmp(stmt->types, types) == 0);
+	if (stmt->plan == NULL)
+	{
+		Oid			argtypes[8];
+		SPIPlanPtr	plan;
+
+		for (i = 0; i < nargs; i++)
+			argtypes[i] = tenure_spi_type(types[i]);
+		plan = SPI_prepare(sql, nargs, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql,
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		stmt->plan = plan;
+	}
+	for (i = 0; i < nargs; i++)
+		nulls[i] = (isnull != NULL && isnull[i]) ? 'n' : ' ';
+	rc = SPI_execute_plan(stmt->plan, values, nulls, false, 0);
 	if (rc != expected)
-		elog(ERROR, "SPI_execute_with_args returned %d for \"%s\"", rc, sql);
+		elog(ERROR, "SPI_execute_plan returned %d for \"%s\"", rc, sql);
 	return SPI_processed;
 }
 
@@ -378,35 +454,26 @@ tenure_history_close(const char *name, const TenureKey *key)
 #define TENURE_CLOCK_MAX_LSN	((XLogRecPtr) 1 << (TENURE_CLOCK_LSN_BITS + 3))
 
 /*
- * The cluster clock C = (timeline << 50) | (WAL insert position >> 3), read
- * now.  Only on a primary (GetWALInsertionTimeLine must not be called during
- * recovery; issuing is refused there before we get here).  Timelines up to
- * 8191 and positions below 2^53 (8 PiB) fit a positive int64; beyond them
- * it raises SQLSTATE 54000.
+ * C(tli, lsn) = (timeline << 50) | (LSN >> 3), the cluster clock of a WAL
+ * position.  Timelines up to 8191 and positions below 2^53 (8 PiB) fit a
+ * positive int64; beyond them it raises SQLSTATE 54000 naming the lease.
  */
 static int64
-tenure_cluster_clock(const char *name)
+tenure_clock_of(const char *name, TimeLineID tli, XLogRecPtr lsn)
 {
-	TimeLineID	tli;
-	XLogRecPtr	insert;
-
-	if (RecoveryInProgress())
-		elog(ERROR, "cannot read the cluster clock during recovery");
-	tli = GetWALInsertionTimeLine();
-	insert = GetXLogInsertRecPtr();
 	if (tli > TENURE_CLOCK_MAX_TLI)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
 				 errdetail("WAL timeline %u exceeds %u, the largest timeline pg_tenure epochs can represent.",
 						   tli, TENURE_CLOCK_MAX_TLI)));
-	if (insert >= TENURE_CLOCK_MAX_LSN)
+	if (lsn >= TENURE_CLOCK_MAX_LSN)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("cannot issue a new epoch for lease \"%s\"", name),
 				 errdetail("WAL position %X/%X is beyond 8 PiB, the largest position pg_tenure epochs can represent.",
-						   LSN_FORMAT_ARGS(insert))));
-	return (int64) (((uint64) tli << TENURE_CLOCK_LSN_BITS) | (insert >> 3));
+						   LSN_FORMAT_ARGS(lsn))));
+	return (int64) (((uint64) tli << TENURE_CLOCK_LSN_BITS) | (lsn >> 3));
 }
 
 /*
@@ -416,35 +483,60 @@ tenure_cluster_clock(const char *name)
  *
  * The new epoch is
  *
- *		max(stored + 1, base + C, floor + 1)
+ *		max(stored + 1, base + R, floor + 1)
  *
  * where stored and base are the row's epoch and base columns (the row is
- * locked first) and C is the cluster clock, tenure_cluster_clock(), read
- * after the lock is held.  A row issued by another cluster (issued_sysid is
- * not our system identifier, or is NULL while epoch > 0: a dump restored
- * from elsewhere) is imported first: base := max(base, stored), and
+ * locked first) and R is a value of the epoch clock (state.c), drawn after
+ * the lock is held.  A row issued by another cluster (issued_sysid is not
+ * our system identifier, or is NULL while epoch > 0: a dump restored from
+ * elsewhere) is imported first: base := max(base, stored), and
  * issued_sysid := ours.  An epoch beyond int64, or a clock beyond its
  * limits (timeline 8191, LSN 2^53 = 8 PiB), is an error with SQLSTATE
  * 54000, never a wrap.
  *
- * Why an epoch is never issued twice for a lease name in a database of
- * this cluster.  An epoch counts as issued once its transaction committed:
- * the fence learns of it only in the COMMIT callback, after
- * RecordTransactionCommit() flushed the commit record (ForceSyncCommit()
- * in the callers makes it flush even with synchronous_commit = off); an
- * epoch whose transaction rolled back was never accepted by any fence.
- * Write C_e for the clock value of the end of the UPDATE record that
- * stored epoch e, i.e. (its timeline << 50) | (end LSN >> 3).
+ * An epoch counts as issued once its transaction committed, also when its
+ * commit record is not flushed yet (synchronous_commit = off): the fence
+ * learns of it in the COMMIT callback.  An epoch whose transaction rolled
+ * back was never accepted by any fence.  Why no epoch is ever issued twice
+ * for a lease name in a database of this cluster, even after a crash that
+ * lost the commit of the transaction that issued it:
  *
- * 1. The clock.  Every WAL record starts at a MAXALIGNed (8-byte) position
- *    and is at least one such unit long, so LSN >> 3 keeps distinct record
- *    positions distinct, and C_e exceeds the C read before the record was
- *    inserted.  Every C read after e was issued, in any later state of the
- *    cluster, exceeds C_e:
- *    a. same server run: the insert position only grows (CurrBytePos);
+ * 1. The clock.  C(p) = (timeline << 50) | (LSN >> 3) of a WAL position p
+ *    (tenure_clock_of()).  Every WAL record starts at a MAXALIGNed (8-byte)
+ *    position and is at least one such unit long, so a record that ends
+ *    at p was inserted after every position q with C(q) < C(p), and on
+ *    one timeline C grows with the insert position.  Write L_e for the end
+ *    of the UPDATE record that stored epoch e, and R_e for the clock value
+ *    e drew.
+ *
+ * 2. R_e <= C(L_e).  The clock restarts at C(insert position) + 1 when
+ *    first drawn after a start or a promotion, and otherwise draws one
+ *    more than the largest value an issue has used, which that issue
+ *    recorded after inserting its own UPDATE record L_u, with R_u <=
+ *    C(L_u) by induction.  Either way the value is at most C(q) + 1 for a
+ *    position q that lies before e's UPDATE record, which is at least one
+ *    unit long: R_e <= C(L_e).  (Two issues of different leases may draw
+ *    the same value; epochs are per lease, and two issues of one lease are
+ *    serialized by its row lock, the second drawing after the first
+ *    recorded its value.)
+ *
+ * 3. R_e <= F before e's transaction returns from COMMIT, where F is the
+ *    clock of the flushed WAL: if R_e exceeds C(flush position) after the
+ *    UPDATE, the transaction commits synchronously (ForceSyncCommit()),
+ *    and its commit record ends past L_e.  Usually it does not have to:
+ *    every issue writes hundreds of bytes of WAL, so the flushed clock
+ *    races ahead of a clock that grows by one per issue, and the flushes
+ *    other commits and the WAL writer make anyway keep R below it.  Only
+ *    the first issues after a start or a promotion wait for a flush.
+ *
+ * 4. Every clock value drawn after e was issued, in any later state of the
+ *    cluster, exceeds R_e:
+ *    a. same server run: values only grow, and e recorded R_e before its
+ *       transaction committed;
  *    b. after a crash: recovery replays to the end of the valid WAL, which
- *       lies past e's flushed commit record, hence past its UPDATE record,
- *       and inserting resumes there, on the same timeline;
+ *       lies at or past the flush position that covered R_e (3), and the
+ *       clock restarts at C(insert position) + 1 past it, on the same
+ *       timeline;
  *    c. after a promotion or an archive recovery (point-in-time recovery,
  *       to any point): the new timeline is findNewestTimeLine() + 1,
  *       greater than every timeline whose history file the archive holds,
@@ -452,25 +544,28 @@ tenure_cluster_clock(const char *name)
  *       what PostgreSQL's own timeline choice assumes: the archive holds
  *       the history of every timeline the cluster used.
  *
- * 2. Invariant: every epoch e issued with base b (after any import) has
- *    e <= b + C_e.  By induction over issues, term by term:
- *    - base + C: C was read before the UPDATE record was inserted, so
- *      base + C < b + C_e (1);
+ * 5. Invariant: every epoch e issued with base b (after any import) has
+ *    e <= b + R_e.  By induction over issues, term by term:
+ *    - base + R: equal to b + R_e;
  *    - stored + 1 at an import: base >= stored, so stored + 1 <= b + 1
- *      <= b + C_e;
+ *      <= b + R_e;
  *    - stored + 1 otherwise: stored is 0 (a new row) or an epoch e'
- *      issued earlier by this cluster, with base b' <= b (a row's base only grows: an import
- *      raises it to at least the stored epoch, itself at least the old
- *      base), so stored + 1 <= b' + C_e' + 1 <= b + C_e (1);
+ *      issued earlier by this cluster, with base b' <= b (a row's base only
+ *      grows: an import raises it to at least the stored epoch, itself at
+ *      least the old base) and R_e' < R_e (4), so stored + 1 <= b' + R_e'
+ *      + 1 <= b + R_e;
  *    - floor + 1: floor is the largest epoch shared memory saw for this
  *      name and database in this server run, an epoch issued earlier or
  *      one loaded from the row, covered like stored.
  *
- * 3. Hence any later issue with base b'' >= b exceeds e by its second term
- *    alone: e <= b + C_e < b'' + C'' (1).  Between two issues of an intact
- *    row stored + 1 suffices; the point of C is every operation that rolls
- *    the row back or loses it while keeping or raising its base, before or
+ * 6. Hence any later issue with base b'' >= b exceeds e by its second term
+ *    alone: e <= b + R_e < b'' + R'' (4).  In particular a crash that lost
+ *    e's row (its commit was not flushed) does not matter: the row's older
+ *    stored epoch is dominated.  Between two issues of an intact row
+ *    stored + 1 suffices; the point of R is every operation that rolls the
+ *    row back or loses it while keeping or raising its base, before or
  *    after a restart:
+ *    - a crash under synchronous_commit = off (above);
  *    - DROP DATABASE + CREATE DATABASE + pg_restore of an older dump (the
  *      new database has a new OID, so floor is lost; the dump carries the
  *      base of its time), and pg_restore --clean in place;
@@ -480,22 +575,24 @@ tenure_cluster_clock(const char *name)
  *      newest history row, its epoch, base and issued_* included;
  *    - a promotion that lost the old primary's last transactions, and a
  *      point-in-time recovery of an old backup: the row has the base of
- *      its time, and C'' is read on a greater timeline (1c).
+ *      its time, and R'' is drawn on a greater timeline (4c).
  *
- * 4. Imports.  A row restored from another cluster carries E, the latest
+ * 7. Imports.  A row restored from another cluster carries E, the latest
  *    epoch that cluster issued before its dump; every epoch issued here
- *    from it is at least E + C > E.  base = max(base, E) is a function of
+ *    from it is at least E + R > E.  base = max(base, E) is a function of
  *    the row alone, so a standby that never received the importing
- *    transaction derives the same base after its promotion, and (3)
+ *    transaction derives the same base after its promotion, and (6)
  *    applies to the old primary's epochs.
  *
  * Out of scope: a row rolled back to a state from before its import (a
  * point-in-time recovery to before the foreign restore, restoring an own
  * dump taken before it or an older dump of the foreign cluster, DROP
  * EXTENSION of an imported lease) has a smaller base than epochs already
- * issued, and (3) does not apply; the README says how to raise the base by
+ * issued, and (6) does not apply; the README says how to raise the base by
  * hand.  So does an older copy of the data directory started by plain
  * crash recovery, on its old timeline, instead of archive recovery.
+ * test/t/179_epochs_crash_async.pl crashes the server in a loop of
+ * acquisitions and claims under synchronous_commit = off.
  */
 int64
 tenure_issue_epoch(const char *name, int64 floor)
@@ -508,6 +605,9 @@ tenure_issue_epoch(const char *name, int64 floor)
 	int64		issued_sysid;
 	int64		sysid = (int64) GetSystemIdentifier();
 	bool		foreign;
+	TimeLineID	tli;
+	TimeLineID	flush_tli;
+	XLogRecPtr	flushed;
 	int64		clock;
 	int64		epoch;
 	int64		candidate;
@@ -530,8 +630,11 @@ tenure_issue_epoch(const char *name, int64 floor)
 	if (foreign)
 		base = Max(base, stored);
 
-	/* read after the row lock: every earlier issue's UPDATE lies before */
-	clock = tenure_cluster_clock(name);
+	/* drawn after the row lock: every earlier issue of the lease recorded its value */
+	if (RecoveryInProgress())
+		elog(ERROR, "cannot issue an epoch during recovery");
+	tli = GetWALInsertionTimeLine();
+	clock = tenure_state_clock_draw(tli, tenure_clock_of(name, tli, GetXLogInsertRecPtr()) + 1);
 
 	if (pg_add_s64_overflow(stored, 1, &epoch))
 		ereport(ERROR,
@@ -560,25 +663,40 @@ tenure_issue_epoch(const char *name, int64 floor)
 	args[1] = Int64GetDatum(epoch);
 	args[2] = Int64GetDatum(base);
 	args[3] = Int64GetDatum(sysid);
-	args[4] = Int64GetDatum((int64) GetWALInsertionTimeLine());
+	args[4] = Int64GetDatum((int64) tli);
 	tenure_spi_exec("UPDATE tenure.lease SET epoch = $2, base = $3,"
 					" issued_sysid = $4, issued_tli = $5"
 					" WHERE name OPERATOR(pg_catalog.=) $1",
 					"tiiii", args, nulls, SPI_OK_UPDATE);
 	Assert(SPI_processed == 1);
+
+	/* the UPDATE record is in the WAL: later draws return more (2) */
+	tenure_state_clock_used(tli, clock);
+
+	/* the value must be covered by flushed WAL before COMMIT returns (3) */
+	flushed = GetFlushRecPtr(&flush_tli);
+	if (flush_tli != tli || clock > tenure_clock_of(name, tli, flushed))
+		ForceSyncCommit();
 	return epoch;
 }
 
 /*
- * Record a new tenure or epoch in tenure.history and keep only the lease's
- * tenure.history_per_lease most recent rows.  Inside an SPI session, after
- * tenure_issue_epoch.  The row keeps the lease's base and where the epoch
- * was issued, so that create_lease can continue a dropped lease's lineage.
+ * Record a new tenure or epoch in tenure.history and trim the lease's rows
+ * to the tenure.history_per_lease most recent.  Inside an SPI session,
+ * after tenure_issue_epoch.  The row keeps the lease's base and where the
+ * epoch was issued, so that create_lease can continue a dropped lease's
+ * lineage.
+ *
+ * Finding the rows beyond the most recent N costs a scan of N index
+ * entries, so the trim runs only at every TENURE_HISTORY_TRIM_EVERY-th new
+ * row of the lease (and the first after server start): a lease keeps its
+ * N most recent rows and at most TENURE_HISTORY_TRIM_EVERY - 1 more.
  */
 void
 tenure_history_start(const char *name, int64 epoch, const char *holder,
 					 bool session_bound)
 {
+	TenureKey	key;
 	Datum		args[5];
 
 	args[0] = CStringGetTextDatum(name);
@@ -592,6 +710,10 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 					" issued_sysid, issued_tli, base FROM tenure.lease"
 					" WHERE name OPERATOR(pg_catalog.=) $1",
 					"titbi", args, NULL, SPI_OK_INSERT);
+
+	tenure_make_key(&key, MyDatabaseId, name);
+	if (!tenure_state_history_trim_due(&key))
+		return;
 
 	/* rows another transaction is closing are left for a later pass */
 	args[1] = Int64GetDatum((int64) tenure_history_per_lease);

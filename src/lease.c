@@ -426,8 +426,8 @@ tenure_not_holder(const char *name, const char *holder)
 /*
  * tenure.claim_epoch(lease, holder) returns bigint
  *
- * The current holder starts a new epoch within its tenure.  The new epoch
- * is durable before the transaction's commit returns.
+ * The current holder starts a new epoch within its tenure.  It is never
+ * issued again, also if a crash loses the transaction (catalog.c).
  */
 Datum
 tenure_claim_epoch(PG_FUNCTION_ARGS)
@@ -471,6 +471,5 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 
 	tenure_txn_remember(TENURE_ACT_CLAIM, &key, epoch, 0);
 	tenure_notify("claimed", name, holder, epoch);
-	ForceSyncCommit();
 	PG_RETURN_INT64(epoch);
 }

@@ -11,6 +11,7 @@
 #ifndef PG_TENURE_H
 #define PG_TENURE_H
 
+#include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
@@ -38,6 +39,12 @@
  * install script creates the same number of views.
  */
 #define TENURE_FENCE_LOCKS			16
+
+/*
+ * A lease's history is trimmed to tenure.history_per_lease rows at every
+ * this many new rows (and at the first after server start).
+ */
+#define TENURE_HISTORY_TRIM_EVERY	64
 
 /* SQLSTATEs of pg_tenure's own conditions. */
 #define ERRCODE_TENURE_LEASE_HELD	MAKE_SQLSTATE('T','N','0','0','1')
@@ -193,6 +200,8 @@ extern void tenure_make_key(TenureKey *key, Oid dbid, const char *name);
 extern int64 tenure_boot_id(void);
 extern TimestampTz tenure_ready_time(void);
 extern void tenure_wake_keeper(void);
+extern int64 tenure_state_clock_draw(TimeLineID tli, int64 start);
+extern void tenure_state_clock_used(TimeLineID tli, int64 value);
 extern void tenure_state_prepare_wait(void);
 extern bool tenure_state_wait(long timeout_ms);
 extern void tenure_state_cancel_wait(void);
@@ -232,6 +241,7 @@ extern TenureLockAnswer tenure_state_lock_answer(const TenureKey *key,
 												 TenureBusy *busy);
 extern bool tenure_state_issued(const TenureKey *key, uint64 token,
 								int64 epoch, TransactionId xid);
+extern bool tenure_state_history_trim_due(const TenureKey *key);
 extern bool tenure_state_commit_reservation(const TenureKey *key,
 											uint64 token, int64 *ttl_us);
 /* a transaction's changes, published under one hold of the lock */

@@ -83,6 +83,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -144,6 +145,7 @@ typedef struct TenureLease
 	int64		renewed_mono;
 	int64		active_mono;	/* tenure counts as active from here */
 	uint64		transitions;	/* tenures started and epochs claimed */
+	uint32		history_starts; /* history rows started since loaded */
 
 	/* the end of the previous tenure, for hold-off and the history */
 	int64		pred_expiry_mono;	/* 0 if it was released explicitly */
@@ -171,6 +173,11 @@ typedef struct TenureShared
 	int			keeper_pid;
 	Latch	   *keeper_latch;
 	uint64		keeper_starts;
+
+	/* the epoch clock (catalog.c's tenure_issue_epoch()) */
+	slock_t		clock_mutex;	/* protects the two fields below */
+	TimeLineID	clock_tli;		/* timeline of clock_last; 0: not started */
+	int64		clock_last;		/* largest clock value an epoch used */
 } TenureShared;
 
 static TenureShared *tenure_shared = NULL;
@@ -219,6 +226,7 @@ tenure_shmem_init(void)
 		memset(tenure_shared, 0, sizeof(TenureShared));
 		tenure_shared->lock = &(GetNamedLWLockTranche("pg_tenure"))->lock;
 		ConditionVariableInit(&tenure_shared->cv);
+		SpinLockInit(&tenure_shared->clock_mutex);
 		if (!pg_strong_random(&boot_id, sizeof(boot_id)))
 			boot_id = (uint64) GetCurrentTimestamp() ^ ((uint64) MyProcPid << 32);
 		/* keep it positive: it is stored in a bigint column */
@@ -329,6 +337,42 @@ TimestampTz
 tenure_ready_time(void)
 {
 	return tenure_shared->ready_time;
+}
+
+/*
+ * The epoch clock: the next value an issue may use, one more than the
+ * largest value an issue used on timeline tli.  The clock (re)starts at
+ * start on its first use after the server started and whenever the
+ * timeline changed (a promotion).  Why its values are never used twice is
+ * argued above tenure_issue_epoch() (catalog.c).
+ */
+int64
+tenure_state_clock_draw(TimeLineID tli, int64 start)
+{
+	int64		value;
+
+	SpinLockAcquire(&tenure_shared->clock_mutex);
+	if (tenure_shared->clock_tli != tli)
+	{
+		tenure_shared->clock_tli = tli;
+		tenure_shared->clock_last = start - 1;
+	}
+	value = tenure_shared->clock_last + 1;
+	SpinLockRelease(&tenure_shared->clock_mutex);
+	return value;
+}
+
+/*
+ * An issue on timeline tli used clock value "value": later draws return
+ * more.  Called once the issue's row change is in the WAL.
+ */
+void
+tenure_state_clock_used(TimeLineID tli, int64 value)
+{
+	SpinLockAcquire(&tenure_shared->clock_mutex);
+	if (tenure_shared->clock_tli == tli)
+		tenure_shared->clock_last = Max(tenure_shared->clock_last, value);
+	SpinLockRelease(&tenure_shared->clock_mutex);
 }
 
 /*
@@ -1249,6 +1293,25 @@ tenure_state_end_update(bool changed)
 	LWLockRelease(tenure_shared->lock);
 	if (changed)
 		tenure_changed(true);
+}
+
+/*
+ * Whether the lease's history is due to be trimmed: at the first new
+ * history row after its entry was loaded, then at every
+ * TENURE_HISTORY_TRIM_EVERY-th.  Counts the row.
+ */
+bool
+tenure_state_history_trim_due(const TenureKey *key)
+{
+	TenureLease *lease;
+	bool		due = true;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease != NULL)
+		due = lease->history_starts++ % TENURE_HISTORY_TRIM_EVERY == 0;
+	LWLockRelease(tenure_shared->lock);
+	return due;
 }
 
 /*
