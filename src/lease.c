@@ -112,17 +112,25 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 	/*
 	 * A lease created again under an old name continues that name's epochs,
 	 * their base and where they were issued, so that tokens of the old lease
-	 * never become valid again and its epochs neither jump nor restart.  Its
-	 * fence lock is the least used one, so that up to TENURE_FENCE_LOCKS
-	 * leases of a database never share one.
+	 * never become valid again and its epochs neither jump nor restart.
+	 *
+	 * Its fence lock: in a database of fewer than 64 leases the least used
+	 * one, so that up to TENURE_FENCE_LOCKS leases never share one;
+	 * beyond, the one after the newest lease's, found through the index on
+	 * id.  Counting every lease per view would make creating n leases cost
+	 * n^2.
 	 */
 	tenure_spi_exec("INSERT INTO tenure.lease (name, ttl, holdoff, lock_key, owner,"
 					" epoch, base, issued_sysid, issued_tli, fence_lock)"
 					" SELECT $1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole,"
 					" COALESCE(h.epoch, 0), COALESCE(h.base, 0), h.issued_sysid, h.issued_tli,"
-					" (SELECT s FROM pg_catalog.generate_series(0, " CppAsString2(TENURE_FENCE_LOCKS) " - 1) s"
+					" CASE WHEN (SELECT pg_catalog.count(*) FROM (SELECT FROM tenure.lease LIMIT 64) few)"
+					"  OPERATOR(pg_catalog.<) 64"
+					" THEN (SELECT s FROM pg_catalog.generate_series(0, " CppAsString2(TENURE_FENCE_LOCKS) " - 1) s"
 					"   ORDER BY (SELECT pg_catalog.count(*) FROM tenure.lease l"
 					"             WHERE l.fence_lock OPERATOR(pg_catalog.=) s), s LIMIT 1)"
+					" ELSE (SELECT (l.fence_lock OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.%) " CppAsString2(TENURE_FENCE_LOCKS)
+					"   FROM tenure.lease l ORDER BY l.id DESC LIMIT 1) END"
 					" FROM (SELECT) one LEFT JOIN (SELECT epoch, base, issued_sysid, issued_tli"
 					"  FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
 					"  ORDER BY epoch DESC LIMIT 1) h ON true",

@@ -142,7 +142,8 @@ typedef struct TenureLease
 	bool		committing;		/* past its PRE_COMMIT check: never taken over */
 	int64		acquired_mono;
 	TimestampTz acquired_wall;
-	int64		renewed_mono;
+	pg_atomic_uint64 renewed_mono;	/* renew() writes it under the lock in
+									 * shared mode: read with tenure_renewed() */
 	int64		active_mono;	/* tenure counts as active from here */
 	uint64		transitions;	/* tenures started and epochs claimed */
 	uint32		history_starts; /* history rows started since loaded */
@@ -162,6 +163,9 @@ typedef struct TenureLease
 	LOCKTAG		held_tag;
 } TenureLease;
 
+/* length of the keeper's work queue; more work makes it scan every entry */
+#define TENURE_KEEPER_QUEUE	256
+
 typedef struct TenureShared
 {
 	LWLock	   *lock;			/* protects everything below and the hash */
@@ -173,6 +177,18 @@ typedef struct TenureShared
 	int			keeper_pid;
 	Latch	   *keeper_latch;
 	uint64		keeper_starts;
+
+	/*
+	 * Work for the keeper: leases whose advisory lock may have to be taken
+	 * or let go, and whether it must look at every entry instead (the queue
+	 * overflowed, or it just started); keeper_due_mono is a lower bound of
+	 * every held tenure's expiry, when the keeper must look at all entries
+	 * again.
+	 */
+	bool		keeper_scan;
+	int64		keeper_due_mono;
+	int			keeper_nqueued;
+	TenureKey	keeper_queue[TENURE_KEEPER_QUEUE];
 
 	/* the epoch clock (catalog.c's tenure_issue_epoch()) */
 	slock_t		clock_mutex;	/* protects the two fields below */
@@ -189,6 +205,43 @@ static bool tenure_exit_registered = false;
 	Assert(LWLockHeldByMe(tenure_shared->lock))
 #define AssertLockedExclusive() \
 	Assert(LWLockHeldByMeInMode(tenure_shared->lock, LW_EXCLUSIVE))
+
+static inline int64
+tenure_renewed(const TenureLease *lease)
+{
+	return (int64) pg_atomic_read_u64(&((TenureLease *) lease)->renewed_mono);
+}
+
+static inline int64
+tenure_expiry(const TenureLease *lease)
+{
+	return tenure_renewed(lease) + lease->ttl_us;
+}
+
+/*
+ * Tell the keeper that the lease's advisory lock may have to be taken or
+ * let go: queue it for the next pass, or make that pass look at every
+ * entry when the queue is full.
+ */
+static void
+tenure_keeper_notice(const TenureLease *lease)
+{
+	AssertLockedExclusive();
+	if (tenure_shared->keeper_nqueued < TENURE_KEEPER_QUEUE)
+		tenure_shared->keeper_queue[tenure_shared->keeper_nqueued++] = lease->key;
+	else
+		tenure_shared->keeper_scan = true;
+}
+
+/*
+ * A held tenure may expire at "expiry": the keeper must look by then.
+ */
+static void
+tenure_keeper_due(int64 expiry)
+{
+	AssertLockedExclusive();
+	tenure_shared->keeper_due_mono = Min(tenure_shared->keeper_due_mono, expiry);
+}
 
 /*
  * Bytes of shared memory pg_tenure needs.
@@ -465,7 +518,7 @@ static bool
 tenure_is_live(const TenureLease *lease, int64 now)
 {
 	return lease->state == TENURE_HELD &&
-		now < lease->renewed_mono + lease->ttl_us;
+		now < tenure_expiry(lease);
 }
 
 /*
@@ -582,8 +635,11 @@ tenure_enter_entry(const TenureKey *key, int64 now, bool *found, bool *soon)
 			return NULL;		/* cannot happen: we just freed a slot */
 	}
 	if (!*found)
+	{
 		memset(((char *) lease) + sizeof(TenureKey), 0,
 			   sizeof(TenureLease) - sizeof(TenureKey));
+		pg_atomic_init_u64(&lease->renewed_mono, 0);
+	}
 	return lease;
 }
 
@@ -604,7 +660,7 @@ tenure_find(const TenureKey *key)
 static void
 tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 {
-	int64		expiry = lease->renewed_mono + lease->ttl_us;
+	int64		expiry = tenure_expiry(lease);
 
 	AssertLockedExclusive();
 	Assert(lease->state == TENURE_HELD);
@@ -630,6 +686,7 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 	lease->holder_pid = 0;
 	lease->holder_start = 0;
 	lease->lock_wanted = false;
+	tenure_keeper_notice(lease);
 }
 
 /*
@@ -653,6 +710,7 @@ tenure_unreserve(TenureLease *lease)
 	lease->pending_xid = InvalidTransactionId;
 	lease->committing = false;
 	lease->lock_wanted = false;
+	tenure_keeper_notice(lease);
 }
 
 /*
@@ -853,7 +911,7 @@ tenure_state_watch(const TenureKey *key, int64 id, int64 now,
 		{
 			watch->held = true;
 			strlcpy(watch->holder, lease->holder, sizeof(watch->holder));
-			watch->expiry_mono = lease->renewed_mono + lease->ttl_us;
+			watch->expiry_mono = tenure_expiry(lease);
 		}
 	}
 	LWLockRelease(tenure_shared->lock);
@@ -870,8 +928,8 @@ tenure_info_of(const TenureLease *lease, int64 now, TenureLeaseInfo *info)
 	info->epoch = lease->epoch;
 	info->session_bound = lease->session_bound;
 	info->acquired_wall = lease->acquired_wall;
-	info->renewed_mono = lease->renewed_mono;
-	info->expiry_mono = lease->renewed_mono + lease->ttl_us;
+	info->renewed_mono = tenure_renewed(lease);
+	info->expiry_mono = tenure_expiry(lease);
 	info->active_mono = lease->active_mono;
 	info->holder_pid = lease->holder_pid;
 	info->lock_held = lease->lock_held;
@@ -1027,9 +1085,14 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 		/* keep lock_held and held_tag: they belong to the keeper */
 		memset(((char *) lease) + sizeof(TenureKey), 0,
 			   sizeof(TenureLease) - sizeof(TenureKey));
+		pg_atomic_init_u64(&lease->renewed_mono, 0);
 		lease->lock_held = lock_held;
 		if (lock_held)
+		{
 			lease->held_tag = held_tag;
+			/* the keeper lets the old lease's lock go */
+			tenure_keeper_notice(lease);
+		}
 		/* except the name's epochs, which never go back */
 		lease->epoch = floor;
 		lease->loaded_in_recovery = RecoveryInProgress();
@@ -1049,6 +1112,8 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 	lease->has_lock_key = row->has_lock_key;
 	lease->lock_key = row->lock_key;
 	lease->dropped = false;
+	if (lease->state == TENURE_HELD)
+		tenure_keeper_due(tenure_expiry(lease));
 	LWLockRelease(tenure_shared->lock);
 	return TENURE_LOAD_DONE;
 }
@@ -1059,6 +1124,12 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
  * for (InvalidOid: not known).  Returns false, with *owner set to the
  * lease's owner (InvalidOid if it has no entry), when the caller must
  * check its rights first; otherwise true, with *renewed.
+ *
+ * Under the LWLock in shared mode, so that renewals of different leases do
+ * not queue behind each other: the renewal time is an atomic that only
+ * grows.  Whoever ends or takes over a tenure holds the lock exclusively,
+ * so a renewal never revives a tenure that ended; a later expiry needs no
+ * word to the keeper, which only looks earlier than it had to.
  */
 bool
 tenure_state_renew(const TenureKey *key, const char *holder,
@@ -1069,7 +1140,7 @@ tenure_state_renew(const TenureKey *key, const char *holder,
 	bool		allowed = false;
 
 	*renewed = false;
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	lease = tenure_find(key);
 	*owner = (lease != NULL && !lease->dropped) ? lease->owner : InvalidOid;
 	if (OidIsValid(*owner) && *owner == allowed_owner)
@@ -1077,7 +1148,12 @@ tenure_state_renew(const TenureKey *key, const char *holder,
 		allowed = true;
 		if (tenure_epoch_of(lease, holder, now) != 0)
 		{
-			lease->renewed_mono = now;
+			uint64		old = pg_atomic_read_u64(&lease->renewed_mono);
+
+			while (old < (uint64) now &&
+				   !pg_atomic_compare_exchange_u64(&lease->renewed_mono, &old,
+												   (uint64) now))
+				;
 			*renewed = true;
 		}
 	}
@@ -1134,7 +1210,7 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 
 		if (held != 0)
 		{
-			lease->renewed_mono = now;
+			pg_atomic_write_u64(&lease->renewed_mono, (uint64) now);
 			*epoch = held;
 			result = TENURE_RESERVE_RENEWED;
 		}
@@ -1146,7 +1222,7 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 			busy->epoch = lease->state == TENURE_HELD ? lease->epoch : 0;
 			busy->since = lease->acquired_wall;
 			if (lease->state == TENURE_HELD)
-				busy->until_mono = lease->renewed_mono + lease->ttl_us;
+				busy->until_mono = tenure_expiry(lease);
 			else if (!lease->committing)
 				busy->until_mono = lease->acquired_mono + lease->ttl_us;
 			else
@@ -1167,13 +1243,14 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		lease->committing = false;
 		lease->acquired_mono = now;
 		lease->acquired_wall = GetCurrentTimestamp();
-		lease->renewed_mono = now;
+		pg_atomic_write_u64(&lease->renewed_mono, (uint64) now);
 		if (lease->holdoff_us >= 0)
 			lease->active_mono = now + lease->holdoff_us;
 		else
 			lease->active_mono = Max(now, lease->pred_expiry_mono);
 		lease->lock_wanted = true;
 		lease->lock_failed = false;
+		tenure_keeper_notice(lease);
 		result = TENURE_RESERVE_RESERVED;
 	}
 	LWLockRelease(tenure_shared->lock);
@@ -1350,6 +1427,8 @@ tenure_state_publish_acquire(const TenureKey *key, uint64 token)
 	/* the keeper keeps its lock, or revokes us if it lost it */
 	lease->lock_wanted = true;
 	lease->lock_failed = false;
+	tenure_keeper_notice(lease);
+	tenure_keeper_due(tenure_expiry(lease));
 	lease->epoch = Max(lease->epoch, lease->pending_epoch);
 	lease->pending_epoch = 0;
 	lease->ended_reason = TENURE_END_NONE;
@@ -1514,6 +1593,7 @@ tenure_state_keeper_start(void)
 	}
 	tenure_shared->keeper_pid = MyProcPid;
 	tenure_shared->keeper_latch = MyLatch;
+	tenure_shared->keeper_scan = true;
 	if (tenure_shared->keeper_starts++ == 0)
 	{
 		tenure_shared->ready_time = GetCurrentTimestamp();
@@ -1568,79 +1648,117 @@ tenure_lock_table_full(void)
 }
 
 /*
- * One pass of the keeper over the lease table: end expired tenures,
- * release locks nobody wants, take wanted ones.  A tenure whose lock a
- * foreign session took while no keeper ran is revoked: up to maxrevoked
- * of them are returned in revoked[] for the keeper to log, and
- * *nrevoked counts all.  Returns the earliest expiry before "next", the
- * keeper's latest wake-up time.  (Entries of dropped leases stay until
+ * The keeper's work on one entry: end its tenure if it expired, let go of
+ * a lock nobody wants (or that belongs to an earlier lease of the name),
+ * take a wanted one.  A tenure whose lock a foreign session took while no
+ * keeper ran is revoked and noted in revoked[] (up to maxrevoked; *nrevoked
+ * counts all).  Returns whether anything changed.
+ */
+static bool
+tenure_keeper_tend(TenureLease *lease, int64 now, TenureRevoked *revoked,
+				   int maxrevoked, int *nrevoked)
+{
+	LOCKTAG		tag;
+	bool		changed = false;
+
+	AssertLockedExclusive();
+	if (lease->state == TENURE_HELD && now >= tenure_expiry(lease))
+	{
+		tenure_end(lease, TENURE_END_EXPIRED, now);
+		changed = true;
+	}
+
+	tenure_lease_tag(lease, &tag);
+
+	if (lease->lock_held &&
+		(!lease->lock_wanted || !tenure_lease_tag_held(lease)))
+	{
+		LockRelease(&lease->held_tag, ExclusiveLock, true);
+		lease->lock_held = false;
+		changed = true;
+	}
+
+	if (lease->lock_wanted && !lease->lock_held && !lease->lock_failed)
+	{
+		if (tenure_lock_try(&tag, ExclusiveLock, true) != LOCKACQUIRE_NOT_AVAIL)
+		{
+			lease->lock_held = true;
+			lease->held_tag = tag;
+		}
+		else if (lease->state == TENURE_HELD)
+		{
+			/* we lost it while we were away: the tenure is over */
+			tenure_end(lease, TENURE_END_REVOKED, now);
+			if (*nrevoked < maxrevoked)
+			{
+				revoked[*nrevoked].key = lease->key;
+				revoked[*nrevoked].epoch = lease->ended_epoch;
+			}
+			(*nrevoked)++;
+		}
+		else
+		{
+			lease->lock_no_memory = tenure_lock_table_full();
+			lease->lock_failed = true;
+			lease->lock_wanted = false;
+		}
+		changed = true;
+	}
+	return changed;
+}
+
+/*
+ * One pass of the keeper (see tenure_keeper_tend() for its work on an
+ * entry).  It looks only at the entries backends queued for it, unless
+ * the queue overflowed, the keeper just started, or a held tenure may
+ * have expired (keeper_due_mono): then it looks at every entry and finds
+ * the next earliest expiry.  So an idle keeper costs nothing per lease,
+ * and one acquisition costs it one entry, however many leases there are.
+ * Returns when the keeper must look again at the latest: the earlier of
+ * "next" and keeper_due_mono.  (Entries of dropped leases stay until
  * their slot is needed: they remember the name's latest epoch.)
  */
 int64
 tenure_state_keeper_pass(int64 now, int64 next, TenureRevoked *revoked,
 						 int maxrevoked, int *nrevoked)
 {
-	HASH_SEQ_STATUS scan;
 	TenureLease *lease;
 	bool		changed = false;
 
 	*nrevoked = 0;
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
+	if (tenure_shared->keeper_scan || now >= tenure_shared->keeper_due_mono)
 	{
-		LOCKTAG		tag;
+		HASH_SEQ_STATUS scan;
+		int64		due = PG_INT64_MAX;
 
-		if (lease->state == TENURE_HELD)
+		hash_seq_init(&scan, tenure_leases);
+		while ((lease = hash_seq_search(&scan)) != NULL)
 		{
-			int64		expiry = lease->renewed_mono + lease->ttl_us;
-
-			if (now >= expiry)
-			{
-				tenure_end(lease, TENURE_END_EXPIRED, now);
-				changed = true;
-			}
-			else
-				next = Min(next, expiry);
+			changed |= tenure_keeper_tend(lease, now, revoked, maxrevoked,
+										  nrevoked);
+			if (lease->state == TENURE_HELD)
+				due = Min(due, tenure_expiry(lease));
 		}
+		tenure_shared->keeper_due_mono = due;
+		tenure_shared->keeper_scan = false;
+	}
+	else
+	{
+		int			i;
 
-		tenure_lease_tag(lease, &tag);
-
-		if (lease->lock_held &&
-			(!lease->lock_wanted || !tenure_lease_tag_held(lease)))
+		/* (ending an expired tenure queues its entry again: harmless) */
+		for (i = 0; i < tenure_shared->keeper_nqueued; i++)
 		{
-			LockRelease(&lease->held_tag, ExclusiveLock, true);
-			lease->lock_held = false;
-			changed = true;
-		}
-
-		if (lease->lock_wanted && !lease->lock_held && !lease->lock_failed)
-		{
-			if (tenure_lock_try(&tag, ExclusiveLock, true) != LOCKACQUIRE_NOT_AVAIL)
-			{
-				lease->lock_held = true;
-				lease->held_tag = tag;
-			}
-			else if (lease->state == TENURE_HELD)
-			{
-				/* we lost it while we were away: the tenure is over */
-				tenure_end(lease, TENURE_END_REVOKED, now);
-				if (*nrevoked < maxrevoked)
-				{
-					revoked[*nrevoked].key = lease->key;
-					revoked[*nrevoked].epoch = lease->ended_epoch;
-				}
-				(*nrevoked)++;
-			}
-			else
-			{
-				lease->lock_no_memory = tenure_lock_table_full();
-				lease->lock_failed = true;
-				lease->lock_wanted = false;
-			}
-			changed = true;
+			lease = tenure_find(&tenure_shared->keeper_queue[i]);
+			if (lease != NULL)
+				changed |= tenure_keeper_tend(lease, now, revoked, maxrevoked,
+											  nrevoked);
 		}
 	}
+	/* whatever this pass queued, it has just done */
+	tenure_shared->keeper_nqueued = 0;
+	next = Min(next, tenure_shared->keeper_due_mono);
 	LWLockRelease(tenure_shared->lock);
 
 	if (changed)
