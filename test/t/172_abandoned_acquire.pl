@@ -20,18 +20,16 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('abandoned');
-$node->init;
-$node->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$node->start;
+my $node = tenure_node('abandoned');
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('late', ttl => '1 s', holdoff => '0');
 	SELECT tenure.create_lease('idle', ttl => '1 s', holdoff => '0');
 });

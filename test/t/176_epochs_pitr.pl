@@ -13,19 +13,18 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 use Time::HiRes qw(usleep);
 
-my $primary = PostgreSQL::Test::Cluster->new('pitr_primary');
-$primary->init(has_archiving => 1, allows_streaming => 1);
-$primary->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$primary->start;
+my $primary = tenure_node('pitr_primary',
+	init => { has_archiving => 1, allows_streaming => 1 });
 $primary->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('w', ttl => '10 min', holdoff => '0');
 	CREATE TABLE t (epoch bigint);
 	SELECT tenure.fence_table('t', 'w');
