@@ -59,13 +59,12 @@ like($epoch, qr/^\d+$/, "the late client acquired late at epoch $epoch");
 
 # its transaction started before the acquisition: wait until its clock is
 # well past the acquisition's ttl
-my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-while ($late->query_safe(
-		"SELECT clock_timestamp() > now() + interval '1.5 s', pg_sleep(0.1);")
-	!~ /^t/)
-{
-	die "the clock did not move" if time > $deadline;
-}
+wait_until(
+	'the clock to move past the ttl',
+	sub {
+		$late->query_safe("SELECT clock_timestamp() > now() + interval '1.5 s';")
+		  =~ /^t/;
+	}) or die "the clock did not move";
 
 my ($out, $ret) = $late->query('COMMIT;');
 like(

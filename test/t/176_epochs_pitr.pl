@@ -19,7 +19,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use TenureTest;
-use Time::HiRes qw(usleep);
 
 my $primary = tenure_node('pitr_primary',
 	init => { has_archiving => 1, allows_streaming => 1 });
@@ -50,9 +49,8 @@ sub wait_for_archive
 {
 	my ($file) = @_;
 	my $path = $primary->archive_dir . "/$file";
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	usleep(100_000) while !-f $path && time() < $deadline;
-	ok(-f $path, "$file is archived");
+	ok(wait_until("$file to be archived", sub { -f $path }),
+		"$file is archived");
 	return;
 }
 
