@@ -6,19 +6,14 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('crash_restart');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pg_tenure'
-restart_after_crash = on
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+my $node = tenure_node('crash_restart', conf => "restart_after_crash = on\n");
 
 my $keeper_query =
   "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";

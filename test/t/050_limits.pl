@@ -8,22 +8,17 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
 #
 # (a) tenure.max_leases = 16 (the minimum)
 #
-my $node = PostgreSQL::Test::Cluster->new('limits');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pg_tenure'
-tenure.max_leases = 16
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+my $node = tenure_node('limits', conf => "tenure.max_leases = 16\n");
 is($node->safe_psql('postgres', 'SHOW tenure.max_leases'),
 	'16', 'tenure.max_leases is 16');
 
@@ -98,7 +93,7 @@ is( $node->safe_psql(
 $node->stop;
 
 #
-# (b) Without shared_preload_libraries
+# (b) Without shared_preload_libraries (so not a tenure_node)
 #
 my $bare = PostgreSQL::Test::Cluster->new('not_preloaded');
 $bare->init;
@@ -130,11 +125,8 @@ $bare->stop;
 # and acquire says so (53200, hint max_locks_per_transaction) instead of
 # blaming a foreign session.  Everything else keeps working.
 #
-my $small = PostgreSQL::Test::Cluster->new('small_lock_table');
-$small->init;
-$small->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pg_tenure'
+my $small = tenure_node(
+	'small_lock_table', conf => q{
 tenure.max_leases = 20000
 max_locks_per_transaction = 10
 max_connections = 10
@@ -142,8 +134,6 @@ max_worker_processes = 2
 max_wal_senders = 0
 autovacuum_max_workers = 1
 });
-$small->start;
-$small->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
 $small->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'")
   or die "keeper did not start";

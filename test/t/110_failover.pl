@@ -10,9 +10,12 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
 # Run SQL that must fail; return psql's stderr with a verbose error report
 # (SQLSTATE after "ERROR:  ").
@@ -36,14 +39,10 @@ sub fenced_write
 	  . "INSERT INTO orders VALUES ($epoch);\nCOMMIT;";
 }
 
-my $primary = PostgreSQL::Test::Cluster->new('failover_primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$primary->start;
+my $primary =
+  tenure_node('failover_primary', init => { allows_streaming => 1 });
 $primary->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('writer', ttl => '10 min', holdoff => '0');
 	SELECT tenure.create_lease('jobs', ttl => '10 min', holdoff => '0');
 	SELECT tenure.create_lease('cron', ttl => '10 min');
@@ -51,10 +50,7 @@ $primary->safe_psql(
 	SELECT tenure.fence_table('orders', 'writer');
 });
 
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('failover_standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
+my $standby = tenure_standby($primary, 'failover_standby');
 
 # every epoch the old primary returned, per lease
 my %old;

@@ -11,9 +11,12 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
 # A write to the fenced table presenting one token.
 sub fenced_write
@@ -24,23 +27,18 @@ sub fenced_write
 }
 
 # --- a primary with two standbys from one base backup
-my $primary = PostgreSQL::Test::Cluster->new('restore_primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$primary->start;
+my $primary = tenure_node(
+	'restore_primary',
+	init => { allows_streaming => 1 },
+	extension => 0);
 $primary->safe_psql(
 	'postgres', q{
 	CREATE DATABASE src;
 	CREATE DATABASE app;
 });
 $primary->safe_psql('src', 'CREATE EXTENSION pg_tenure');
-$primary->backup('base');
-my $elsewhere = PostgreSQL::Test::Cluster->new('restore_elsewhere');
-$elsewhere->init_from_backup($primary, 'base', has_streaming => 1);
-my $standby = PostgreSQL::Test::Cluster->new('restore_standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
+my $elsewhere = tenure_standby($primary, 'restore_elsewhere', start => 0);
+my $standby = tenure_standby($primary, 'restore_standby');
 
 # --- the source of the dump: a cluster on timeline 2
 $elsewhere->start;

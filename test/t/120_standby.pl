@@ -9,9 +9,12 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
 # how many keepers run, and whether exactly one does
 my $keeper_count =
@@ -19,14 +22,10 @@ my $keeper_count =
 my $keeper_runs =
   "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
 
-my $primary = PostgreSQL::Test::Cluster->new('standby_primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$primary->start;
+my $primary =
+  tenure_node('standby_primary', init => { allows_streaming => 1 });
 $primary->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('st', ttl => '10 min', holdoff => '0');
 	SELECT tenure.create_lease('spare', ttl => '1 min', lock_key => 77);
 	CREATE TABLE fenced_t (x int);
@@ -36,10 +35,7 @@ $primary->safe_psql(
 ok($primary->poll_query_until('postgres', $keeper_runs),
 	'primary: the keeper runs');
 
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby_standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
+my $standby = tenure_standby($primary, 'standby_standby');
 
 my $first = $primary->safe_psql('postgres', "SELECT tenure.acquire('st', 'p')");
 $primary->wait_for_catchup($standby);

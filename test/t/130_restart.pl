@@ -10,30 +10,28 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
 # private advisory key space of the keeper's lease locks (objsubid in pg_locks)
 my $lease_lock = "locktype = 'advisory' AND objsubid = 32321";
 my $keeper_runs =
   "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
 
-my $node = PostgreSQL::Test::Cluster->new('restart');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pg_tenure'
+my $node = tenure_node(
+	'restart', conf => q{
 restart_after_crash = on
 # epochs must be durable when acquire and claim_epoch return, even when
 # commits are not: nothing else flushes the WAL for them in this test
 synchronous_commit = off
 wal_writer_delay = 10000
 });
-$node->start;
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('sb', ttl => '10 min', holdoff => '0');
 	SELECT tenure.create_lease('pl', ttl => '10 min', holdoff => '0');
 	CREATE TABLE fenced_sb (epoch bigint);

@@ -11,24 +11,20 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
 my $keeper_runs =
   "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
 
-my $node = PostgreSQL::Test::Cluster->new('restart_holdoff');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pg_tenure'
-restart_after_crash = on
-});
-$node->start;
+my $node =
+  tenure_node('restart_holdoff', conf => "restart_after_crash = on\n");
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('auto', ttl => '1 min');
 	SELECT tenure.create_lease('fixed', ttl => '1 min', holdoff => '1 min');
 });

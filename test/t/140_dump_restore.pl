@@ -8,18 +8,18 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $src = PostgreSQL::Test::Cluster->new('dump_src');
-my $dst = PostgreSQL::Test::Cluster->new('dump_dst');
+# the extension only in database app (the restore creates it on $dst)
+my $src = tenure_node('dump_src', extension => 0);
+my $dst = tenure_node('dump_dst', extension => 0);
 for my $node ($src, $dst)
 {
-	$node->init;
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'pg_tenure'\n");
-	$node->start;
 	# pg_dump does not dump roles: they must exist before the restore
 	$node->safe_psql('postgres',
 		'CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE DATABASE app;');

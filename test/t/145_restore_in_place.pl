@@ -8,15 +8,14 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('restore_in_place');
-$node->init;
-$node->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$node->start;
+my $node = tenure_node('restore_in_place', extension => 0);
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql(
 	'app', q{

@@ -10,19 +10,17 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('silent');
-$node->init;
-$node->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$node->start;
+my $node = tenure_node('silent');
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('quiet', ttl => '2 s', holdoff => '0');
 	CREATE TABLE ledger (epoch bigint);
 	SELECT tenure.fence_table('ledger', 'quiet');

@@ -16,21 +16,26 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $pub = PostgreSQL::Test::Cluster->new('apply_pub');
-$pub->init(allows_streaming => 'logical');
-$pub->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tenure'\n");
-$pub->start;
+# The extension is created after the tables, which so go in schema public
+# (with schema tenure there, "$user" in search_path would put them in it
+# when the tests run as a role named tenure; the messages name public).
+my $pub = tenure_node(
+	'apply_pub',
+	init => { allows_streaming => 'logical' },
+	extension => 0);
 
-my $sub = PostgreSQL::Test::Cluster->new('apply_sub');
-$sub->init;
 # verbose: the log shows each error's SQLSTATE
-$sub->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\nlog_error_verbosity = verbose\n");
-$sub->start;
+my $sub = tenure_node(
+	'apply_sub',
+	conf => "log_error_verbosity = verbose\n",
+	extension => 0);
 
 my $tables = q{
 	CREATE TABLE la_sub (k int PRIMARY KEY, v text);

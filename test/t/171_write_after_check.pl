@@ -11,9 +11,12 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
 # build the module with PGXS, in the test's own directory
 my $dir = PostgreSQL::Test::Utils::tempdir;
@@ -69,16 +72,14 @@ my $built = IPC::Run::run [ 'make', '-C', $dir, 'PG_CONFIG=pg_config', 'with_llv
   '>', \$stdout, '2>', \$stderr;
 ok($built, 'the late_writer module builds') or diag($stderr);
 
-my $node = PostgreSQL::Test::Cluster->new('write_after_check');
-$node->init;
 # late_writer first: its callback is registered first, so it runs last
-$node->append_conf('postgresql.conf',
-	"shared_preload_libraries = '$dir/late_writer.so, pg_tenure'\nmax_prepared_transactions = 2\n");
-$node->start;
+# (this shared_preload_libraries comes after tenure_node's, and wins)
+my $node = tenure_node('write_after_check',
+	conf => "shared_preload_libraries = '$dir/late_writer.so, pg_tenure'\n"
+	  . "max_prepared_transactions = 2\n");
 
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('lw', ttl => '1 h');
 	CREATE TABLE lw_t (x int);
 	CREATE TABLE lw_plain (x int);

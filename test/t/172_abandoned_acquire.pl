@@ -20,18 +20,16 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('abandoned');
-$node->init;
-$node->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$node->start;
+my $node = tenure_node('abandoned');
 $node->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('late', ttl => '1 s', holdoff => '0');
 	SELECT tenure.create_lease('idle', ttl => '1 s', holdoff => '0');
 });
@@ -61,13 +59,12 @@ like($epoch, qr/^\d+$/, "the late client acquired late at epoch $epoch");
 
 # its transaction started before the acquisition: wait until its clock is
 # well past the acquisition's ttl
-my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-while ($late->query_safe(
-		"SELECT clock_timestamp() > now() + interval '1.5 s', pg_sleep(0.1);")
-	!~ /^t/)
-{
-	die "the clock did not move" if time > $deadline;
-}
+wait_until(
+	'the clock to move past the ttl',
+	sub {
+		$late->query_safe("SELECT clock_timestamp() > now() + interval '1.5 s';")
+		  =~ /^t/;
+	}) or die "the clock did not move";
 
 my ($out, $ret) = $late->query('COMMIT;');
 like(

@@ -16,19 +16,14 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('slots');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'pg_tenure'
-tenure.max_leases = 16
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_tenure');
+my $node = tenure_node('slots', conf => "tenure.max_leases = 16\n");
 
 #
 # (a) 20 databases, each holding a lease when it is dropped

@@ -8,15 +8,14 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $node = PostgreSQL::Test::Cluster->new('extension_recreate');
-$node->init;
-$node->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$node->start;
+my $node = tenure_node('extension_recreate', extension => 0);
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 
 my @issued;    # every epoch issued for lease w in database app

@@ -13,19 +13,17 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use TenureTest;
 
-my $primary = PostgreSQL::Test::Cluster->new('pitr_primary');
-$primary->init(has_archiving => 1, allows_streaming => 1);
-$primary->append_conf('postgresql.conf',
-	"shared_preload_libraries = 'pg_tenure'\n");
-$primary->start;
+my $primary = tenure_node('pitr_primary',
+	init => { has_archiving => 1, allows_streaming => 1 });
 $primary->safe_psql(
 	'postgres', q{
-	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('w', ttl => '10 min', holdoff => '0');
 	CREATE TABLE t (epoch bigint);
 	SELECT tenure.fence_table('t', 'w');
@@ -51,9 +49,8 @@ sub wait_for_archive
 {
 	my ($file) = @_;
 	my $path = $primary->archive_dir . "/$file";
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	usleep(100_000) while !-f $path && time() < $deadline;
-	ok(-f $path, "$file is archived");
+	ok(wait_until("$file to be archived", sub { -f $path }),
+		"$file is archived");
 	return;
 }
 

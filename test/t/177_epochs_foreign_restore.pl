@@ -10,20 +10,18 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
-my $x = PostgreSQL::Test::Cluster->new('foreign_x');
-my $y = PostgreSQL::Test::Cluster->new('foreign_y');
-$x->init;
-$y->init(allows_streaming => 1);
-for my $node ($x, $y)
-{
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'pg_tenure'\n");
-	$node->start;
-}
+my $x = tenure_node('foreign_x', extension => 0);
+my $y = tenure_node(
+	'foreign_y',
+	init => { allows_streaming => 1 },
+	extension => 0);
 isnt(
 	$x->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()'),
 	$y->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()'),
@@ -115,10 +113,7 @@ restore_into_y('ahead', $dump_later, @x_epochs);
 $x->stop;
 
 # --- Y fails over to a standby that missed the import
-$y->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('foreign_y_standby');
-$standby->init_from_backup($y, 'base', has_streaming => 1);
-$standby->start;
+my $standby = tenure_standby($y, 'foreign_y_standby');
 $y->safe_psql('postgres', 'CREATE DATABASE failover');
 $y->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'failover', $dump_later ],
 	'failover: pg_restore of X\'s dump into Y');

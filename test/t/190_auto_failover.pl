@@ -10,12 +10,15 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::Bin;
 use POSIX ();
 use IPC::Run;
 use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TenureTest;
 
 my $ttl = 2;
 sub which
@@ -51,16 +54,12 @@ my (%run, @children);
 
 sub now { clock_gettime(CLOCK_MONOTONIC) }
 
+# wait_until, and a step that never comes ends the test: nothing after it
+# would mean anything
 sub poll_until
 {
 	my ($what, $cond) = @_;
-	my $end = now() + $PostgreSQL::Test::Utils::timeout_default;
-	while (now() < $end)
-	{
-		return 1 if $cond->();
-		select(undef, undef, undef, 0.1);
-	}
-	die "timed out waiting for $what";
+	return wait_until($what, $cond) || die "timed out waiting for $what";
 }
 
 sub autoctl

@@ -12,6 +12,13 @@
 #   wait_until('what', sub { ... });         # poll every 50 ms; a failed
 #                                            # test after the default timeout
 #   my ($holder, $epoch) = tenure_of($node, 'lease');   # () if not held
+#   my $primary = tenure_node('name', init => { allows_streaming => 1 });
+#   my $standby = tenure_standby($primary, 'name');  # a streaming standby
+#                                            # of $primary from its backup
+#                                            # 'base' (taken by the first
+#                                            # call for $primary), started
+#   my $standby = tenure_standby($primary, 'name', start => 0);
+#                                            # the same, not started
 #
 # Polls have a deadline of PostgreSQL::Test::Utils::timeout_default and
 # never sleep a fixed time for an outcome.
@@ -27,7 +34,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(tenure_node wait_until tenure_of);
+our @EXPORT = qw(tenure_node wait_until tenure_of tenure_standby);
 
 sub tenure_node
 {
@@ -68,6 +75,17 @@ sub tenure_of
 		  . " WHERE lease = '$lease' AND holder IS NOT NULL");
 
 	return $r eq '' ? () : split(/\|/, $r);
+}
+
+sub tenure_standby
+{
+	my ($primary, $name, %params) = @_;
+
+	$primary->backup('base') unless -d $primary->backup_dir . '/base';
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+	$standby->init_from_backup($primary, 'base', has_streaming => 1);
+	$standby->start if $params{start} // 1;
+	return $standby;
 }
 
 1;
