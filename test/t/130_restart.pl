@@ -4,8 +4,10 @@
 # leads, the keeper holds no lease lock), epochs survive and the next ones
 # are greater than every earlier one, the history closes the tenures that
 # were open with "server restart", and a fenced table rejects the tokens
-# issued before the restart (SQLSTATE TN002).  Commits are asynchronous:
-# epochs must survive the crash all the same.
+# issued before the restart (SQLSTATE TN002).  Commits are synchronous
+# (the default), so what they wrote survives; 179_epochs_crash_async.pl
+# covers asynchronous commits, which a crash may lose, but whose epochs it
+# never lets anyone issue again.
 
 use strict;
 use warnings;
@@ -25,10 +27,6 @@ my $keeper_runs =
 my $node = tenure_node(
 	'restart', conf => q{
 restart_after_crash = on
-# epochs must be durable when acquire and claim_epoch return, even when
-# commits are not: nothing else flushes the WAL for them in this test
-synchronous_commit = off
-wal_writer_delay = 10000
 });
 $node->safe_psql(
 	'postgres', q{
