@@ -390,12 +390,19 @@ tenure_open_at_shutdown(const char *name)
  * Record in tenure.history the end of every tenure of the lease that the
  * table still shows open: the one shared memory says ended, and any left
  * open by a server restart.  Inside an SPI session.
+ *
+ * Tenures of other leases left open by a server restart are closed too,
+ * once per backend: rows of an earlier boot appear only when the server
+ * starts (every backend is new then) or when a dump is restored, and a
+ * restored lease's own rows are closed at its next tenure all the same.
  */
+static bool tenure_restart_rows_closed = false;
+
 void
 tenure_history_close(const char *name, const TenureKey *key)
 {
-	Datum		args[4];
-	bool		nulls[4] = {false, false, false, false};
+	Datum		args[6];
+	bool		nulls[6] = {false, false, false, false, false, false};
 	const char *reason;
 	int64		epoch = 0;
 	TimestampTz ended = 0;
@@ -410,16 +417,20 @@ tenure_history_close(const char *name, const TenureKey *key)
 	 * acquisition of another lease, which nobody takes over and so nobody
 	 * ends (see tenure_end_abandoned()).
 	 */
-	args[0] = Int64GetDatum(tenure_boot_id());
-	args[1] = TimestampTzGetDatum(tenure_ready_time());
-	tenure_spi_exec("UPDATE tenure.history"
-					" SET ended = GREATEST(started, $2), end_reason = 'server restart'"
-					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"  SELECT ctid FROM tenure.history"
-					"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
-					"  OR boot_id OPERATOR(pg_catalog.>) $1)"
-					"  FOR UPDATE SKIP LOCKED))",
-					"iz", args, nulls, SPI_OK_UPDATE);
+	if (!tenure_restart_rows_closed)
+	{
+		args[0] = Int64GetDatum(tenure_boot_id());
+		args[1] = TimestampTzGetDatum(tenure_ready_time());
+		tenure_spi_exec("UPDATE tenure.history"
+						" SET ended = GREATEST(started, $2), end_reason = 'server restart'"
+						" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+						"  SELECT ctid FROM tenure.history"
+						"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
+						"  OR boot_id OPERATOR(pg_catalog.>) $1)"
+						"  FOR UPDATE SKIP LOCKED))",
+						"iz", args, nulls, SPI_OK_UPDATE);
+		tenure_restart_rows_closed = true;
+	}
 
 	/*
 	 * This lease's tenure that shared memory saw end.  A row locked by
@@ -434,15 +445,21 @@ tenure_history_close(const char *name, const TenureKey *key)
 	nulls[2] = (reason == NULL);
 	args[3] = TimestampTzGetDatum(ended);
 	nulls[3] = (reason == NULL);
+	args[4] = Int64GetDatum(tenure_boot_id());
+	args[5] = TimestampTzGetDatum(tenure_ready_time());
 	tenure_spi_exec("UPDATE tenure.history SET"
-					" ended = COALESCE($4, pg_catalog.clock_timestamp()),"
-					" end_reason = CASE WHEN epoch OPERATOR(pg_catalog.=) $2"
-					"  THEN COALESCE($3, 'expired') ELSE 'expired' END"
+					" ended = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
+					"  THEN GREATEST(started, $6)"
+					"  ELSE COALESCE($4, pg_catalog.clock_timestamp()) END,"
+					" end_reason = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
+					"  THEN 'server restart'"
+					"  WHEN epoch OPERATOR(pg_catalog.=) $2 THEN COALESCE($3, 'expired')"
+					"  ELSE 'expired' END"
 					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 					"  SELECT ctid FROM tenure.history"
 					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
 					"  FOR UPDATE SKIP LOCKED))",
-					"titz", args, nulls, SPI_OK_UPDATE);
+					"titziz", args, nulls, SPI_OK_UPDATE);
 }
 
 /*

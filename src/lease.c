@@ -39,8 +39,9 @@ PG_FUNCTION_INFO_V1(tenure_current_epoch);
 PG_FUNCTION_INFO_V1(tenure_claim_epoch);
 
 /*
- * Queue a NOTIFY on channel "tenure", delivered if the transaction commits.
- * The payload is a JSON object: event, lease, holder, epoch.
+ * Queue a NOTIFY on channel "tenure", delivered if the transaction commits,
+ * unless tenure.notify is off.  The payload is a JSON object: event,
+ * lease, holder, epoch.
  */
 static void
 tenure_notify(const char *event, const char *lease, const char *holder,
@@ -48,6 +49,8 @@ tenure_notify(const char *event, const char *lease, const char *holder,
 {
 	StringInfoData buf;
 
+	if (!tenure_notify_enabled)
+		return;
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"event\": ");
 	escape_json(&buf, event);

@@ -69,6 +69,7 @@ typedef struct TenureKey
 extern int	tenure_max_leases;
 extern int	tenure_history_per_lease;
 extern int	tenure_claim_timeout;
+extern bool tenure_notify_enabled;
 
 /* A lease's row in tenure.lease (catalog.c reads it). */
 typedef struct TenureRow

@@ -187,6 +187,8 @@ typedef struct TenureShared
 	 */
 	bool		keeper_scan;
 	int64		keeper_due_mono;
+	int64		keeper_sleep_until; /* when the keeper means to look again */
+	bool		keeper_wake;	/* ... which is too late: wake it */
 	int			keeper_nqueued;
 	TenureKey	keeper_queue[TENURE_KEEPER_QUEUE];
 
@@ -241,6 +243,8 @@ tenure_keeper_due(int64 expiry)
 {
 	AssertLockedExclusive();
 	tenure_shared->keeper_due_mono = Min(tenure_shared->keeper_due_mono, expiry);
+	if (expiry < tenure_shared->keeper_sleep_until)
+		tenure_shared->keeper_wake = true;
 }
 
 /*
@@ -1367,9 +1371,12 @@ tenure_state_begin_update(void)
 void
 tenure_state_end_update(bool changed)
 {
+	bool		keeper_work = tenure_shared->keeper_nqueued > 0 ||
+		tenure_shared->keeper_scan || tenure_shared->keeper_wake;
+
 	LWLockRelease(tenure_shared->lock);
 	if (changed)
-		tenure_changed(true);
+		tenure_changed(keeper_work);
 }
 
 /*
@@ -1427,7 +1434,8 @@ tenure_state_publish_acquire(const TenureKey *key, uint64 token)
 	/* the keeper keeps its lock, or revokes us if it lost it */
 	lease->lock_wanted = true;
 	lease->lock_failed = false;
-	tenure_keeper_notice(lease);
+	if (!tenure_lease_tag_held(lease))
+		tenure_keeper_notice(lease);
 	tenure_keeper_due(tenure_expiry(lease));
 	lease->epoch = Max(lease->epoch, lease->pending_epoch);
 	lease->pending_epoch = 0;
@@ -1759,6 +1767,8 @@ tenure_state_keeper_pass(int64 now, int64 next, TenureRevoked *revoked,
 	/* whatever this pass queued, it has just done */
 	tenure_shared->keeper_nqueued = 0;
 	next = Min(next, tenure_shared->keeper_due_mono);
+	tenure_shared->keeper_sleep_until = next;
+	tenure_shared->keeper_wake = false;
 	LWLockRelease(tenure_shared->lock);
 
 	if (changed)

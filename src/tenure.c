@@ -30,6 +30,7 @@ PG_MODULE_MAGIC;
 /* settings */
 int			tenure_max_leases = 1024;
 int			tenure_history_per_lease = 1000;
+bool		tenure_notify_enabled = true;
 int			tenure_claim_timeout = 10000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -117,7 +118,7 @@ _PG_init(void)
 
 	DefineCustomIntVariable("tenure.history_per_lease",
 							"Number of most recent epochs per lease that tenure.history keeps.",
-							"Older rows of a lease are deleted when a new epoch is issued for it.",
+							"Older rows of a lease are deleted in batches as new epochs are issued for it.",
 							&tenure_history_per_lease,
 							1000,
 							1,
@@ -147,6 +148,15 @@ _PG_init(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("tenure.notify",
+							 "Sends NOTIFY on channel tenure when a transaction that acquires, releases or claims commits.",
+							 "Every transaction that sends a notification commits under one lock of the whole cluster: turn it off where nobody listens.",
+							 &tenure_notify_enabled,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("tenure");
 

@@ -2,9 +2,9 @@
 # NOTIFY on channel "tenure": a session that LISTENs sees one notification
 # per committed acquisition of a new tenure, claim and release, with a JSON
 # payload {"event", "lease", "holder", "epoch"} sent by the backend that made
-# the change, in commit order; nothing for a renewal, a failed release, or
-# an acquisition, claim or release whose transaction or savepoint rolls
-# back.
+# the change, in commit order; nothing for a renewal, a failed release, an
+# acquisition, claim or release whose transaction or savepoint rolls back,
+# or any change while tenure.notify is off.
 #
 # psql prints 'Asynchronous notification "tenure" with payload "..."
 # received from server process with PID n.' after a command once the
@@ -130,6 +130,18 @@ check_notification($n_gamma_rel, 'released', 'gamma', $e3,
 	"gamma's committed release, not the rolled-back claim and release");
 check_notification($n_odd, 'acquired', 'o"brien\x', $e4,
 	'a holder with a quote and a backslash');
+
+# tenure.notify = off sends nothing; the next change with it on is the
+# next notification
+$notifier->query_safe(q{SET tenure.notify = off});
+is($notifier->query_safe(q{SELECT tenure.release('n_lease', 'o"brien\x')}),
+	't', 'a release with tenure.notify off');
+my $e5 = $notifier->query_safe(q{SELECT tenure.acquire('n_lease', 'delta')});
+$notifier->query_safe(q{RESET tenure.notify});
+my $e6 = $notifier->query_safe(q{SELECT tenure.claim_epoch('n_lease', 'delta')});
+my ($n_delta) = next_notifications(1);
+check_notification($n_delta, 'claimed', 'delta', $e6,
+	'with tenure.notify off nothing was sent; the claim after RESET was');
 
 $listener->quit;
 $notifier->quit;
