@@ -1,0 +1,120 @@
+# Sourced by bench/run.sh and bench/profile.sh: the packages, the build and
+# the throwaway cluster they share, so that both measure the same settings.
+# Expects $here (bench/) and $top (the checkout).
+
+. "$top/test/pg_major.sh"
+BENCH_USER=${BENCH_USER:-tenure}
+
+bench_require_root() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "$(basename "$0"): run as root" >&2
+		exit 2
+	fi
+}
+
+# bench_prepare [PACKAGE...]: Debian's packages and the given ones (unless
+# TENURE_SKIP_APT), the user that owns the cluster, and pg_tenure built and
+# installed from a copy of the checkout (unless TENURE_SKIP_INSTALL)
+bench_prepare() {
+	local build
+	if [ -z "${TENURE_SKIP_APT:-}" ]; then
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential \
+			postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libpq-dev "$@" >/dev/null
+	fi
+	id "$BENCH_USER" >/dev/null 2>&1 || useradd -m "$BENCH_USER"
+	if [ -z "${TENURE_SKIP_INSTALL:-}" ]; then
+		build=$(mktemp -d /tmp/pg_tenure-bench-build.XXXXXX)
+		cp -a "$top"/. "$build"/
+		make -s -C "$build" PG_CONFIG=$PG_CONFIG with_llvm=no clean >/dev/null
+		make -s -C "$build" PG_CONFIG=$PG_CONFIG with_llvm=no install >/dev/null
+		rm -rf "$build"
+	fi
+}
+
+as_user() { runuser -u "$BENCH_USER" -- "$@"; }
+
+# The settings of every bench cluster.  The scale section of run.sh raises
+# tenure.max_leases and max_locks_per_transaction (ALTER SYSTEM, restart)
+# after the other sections are done.
+BENCH_MAX_LEASES=20000
+BENCH_MAX_LOCKS=256
+bench_settings() {
+	cat <<EOF
+shared_preload_libraries = 'pg_tenure'
+shared_buffers = '256MB'
+max_connections = 100
+tenure.max_leases = $BENCH_MAX_LEASES
+max_locks_per_transaction = $BENCH_MAX_LOCKS
+synchronous_commit = off
+EOF
+}
+# the settings on one line, for reports
+bench_settings_line() {
+	bench_settings | grep -v shared_preload_libraries | sed "s/ = /=/; s/'//g" | paste -sd',' | sed 's/,/, /g'
+}
+
+psql_q() { as_user env PGHOST=$dir PGPORT=$port $PG_BIN/psql -X -q -t -A -v ON_ERROR_STOP=1 -d postgres "$@"; }
+
+bench_wait_keeper() {
+	local _
+	for _ in $(seq 300); do
+		[ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'" 2>/dev/null)" = 1 ] &&
+			return 0
+		sleep 0.1
+	done
+	echo "$(basename "$0"): the pg_tenure keeper did not start" >&2
+	return 1
+}
+
+bench_cluster_cleanup() {
+	as_user $PG_BIN/pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
+	rm -rf "$dir"
+}
+
+# bench_cluster_start PORT: initdb and start a cluster in a new temporary
+# directory $dir (the working directory from then on), owned by
+# $BENCH_USER, with bench/scripts and bench/setup.sql copied there (the
+# user runs them from the copy: the checkout may sit where it cannot read)
+# and run; the cluster is stopped and removed at exit
+bench_cluster_start() {
+	port=$1
+	dir=$(mktemp -d /tmp/pg_tenure-bench.XXXXXX)
+	cp -a "$here/scripts" "$here/setup.sql" "$dir"/
+	chown -R "$BENCH_USER": "$dir"
+	chmod 755 "$dir"
+	cd "$dir"
+	as_user $PG_BIN/initdb -D "$dir/data" -A trust >/dev/null
+	{
+		echo "port = $port"
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$dir'"
+		bench_settings
+	} >>"$dir/data/postgresql.conf"
+	as_user $PG_BIN/pg_ctl -D "$dir/data" -l "$dir/log" -w start >/dev/null
+	trap bench_cluster_cleanup EXIT
+	export PGHOST=$dir PGPORT=$port PGDATABASE=postgres
+	bench_wait_keeper
+	psql_q -f "$dir/setup.sql" >/dev/null
+}
+
+bench_cluster_restart() {
+	as_user $PG_BIN/pg_ctl -D "$dir/data" -l "$dir/log" -m fast -w restart >/dev/null
+	bench_wait_keeper
+}
+
+bench_keeper_pid() {
+	psql_q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'"
+}
+
+# bench_keeper_locks [KEEPER_PID]: the keeper's advisory locks, one per
+# live tenure
+bench_keeper_locks() {
+	local kpid=${1:-$(bench_keeper_pid)}
+	psql_q -c "SELECT count(*) FROM pg_locks WHERE pid = $kpid AND locktype = 'advisory'"
+}
+
+# median of the numbers on stdin, one a line
+bench_median() {
+	sort -g | awk '{v[NR]=$1} END {if (NR == 0) exit; if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
+}
