@@ -21,8 +21,11 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xloginsert.h"
+#include "catalog/pg_control.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -124,14 +127,6 @@ tenure_stmt_match(const void *key1, const void *key2, Size keysize)
 	return strcmp(*(const char *const *) key1, *(const char *const *) key2);
 }
 
-static void *
-tenure_stmt_keycopy(void *dest, const void *src, Size keysize)
-{
-	*(const char **) dest = MemoryContextStrdup(TopMemoryContext,
-												*(const char *const *) src);
-	return dest;
-}
-
 static Oid
 tenure_spi_type(char t)
 {
@@ -181,15 +176,19 @@ tenure_spi_exec(const char *sql, const char *types, Datum *values,
 		info.entrysize = sizeof(TenureStmtEntry);
 		info.hash = tenure_stmt_hash;
 		info.match = tenure_stmt_match;
-		info.keycopy = tenure_stmt_keycopy;
 		info.hcxt = TopMemoryContext;
 		tenure_stmts = hash_create("pg_tenure statements", 64, &info,
 								   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE |
-								   HASH_KEYCOPY | HASH_CONTEXT);
+								   HASH_CONTEXT);
 	}
-	stmt = hash_search(tenure_stmts, &sql, HASH_ENTER, &found);
-	if (!found)
+	stmt = hash_search(tenure_stmts, &sql, HASH_FIND, NULL);
+	if (stmt == NULL)
 	{
+		/* the key is a copy made before the entry exists: nothing half-made */
+		const char *copy = MemoryContextStrdup(TopMemoryContext, sql);
+
+		stmt = hash_search(tenure_stmts, &copy, HASH_ENTER, &found);
+		Assert(!found);
 		stmt->plan = NULL;
 		strlcpy(stmt->types, types, sizeof(stmt->types));
 	}
@@ -392,11 +391,15 @@ tenure_open_at_shutdown(const char *name)
  * open by a server restart.  Inside an SPI session.
  *
  * Tenures of other leases left open by a server restart are closed too,
- * once per backend: rows of an earlier boot appear only when the server
- * starts (every backend is new then) or when a dump is restored, and a
- * restored lease's own rows are closed at its next tenure all the same.
+ * until a transaction of this backend that closed them has committed: rows
+ * of an earlier boot appear only when the server starts (every backend is
+ * new then) or when a dump is restored, and a restored lease's own rows
+ * are closed at its next tenure all the same.  (A row skipped because
+ * another transaction held it stays open if that transaction rolls back,
+ * until the lease's next tenure.)
  */
 static bool tenure_restart_rows_closed = false;
+static TransactionId tenure_restart_rows_xid = InvalidTransactionId;
 
 void
 tenure_history_close(const char *name, const TenureKey *key)
@@ -417,7 +420,14 @@ tenure_history_close(const char *name, const TenureKey *key)
 	 * acquisition of another lease, which nobody takes over and so nobody
 	 * ends (see tenure_end_abandoned()).
 	 */
-	if (!tenure_restart_rows_closed)
+	if (!tenure_restart_rows_closed &&
+		TransactionIdIsValid(tenure_restart_rows_xid) &&
+		!TransactionIdIsCurrentTransactionId(tenure_restart_rows_xid) &&
+		TransactionIdDidCommit(tenure_restart_rows_xid))
+		tenure_restart_rows_closed = true;
+	if (!tenure_restart_rows_closed &&
+		!(TransactionIdIsValid(tenure_restart_rows_xid) &&
+		  TransactionIdIsCurrentTransactionId(tenure_restart_rows_xid)))
 	{
 		args[0] = Int64GetDatum(tenure_boot_id());
 		args[1] = TimestampTzGetDatum(tenure_ready_time());
@@ -429,7 +439,7 @@ tenure_history_close(const char *name, const TenureKey *key)
 						"  OR boot_id OPERATOR(pg_catalog.>) $1)"
 						"  FOR UPDATE SKIP LOCKED))",
 						"iz", args, nulls, SPI_OK_UPDATE);
-		tenure_restart_rows_closed = true;
+		tenure_restart_rows_xid = GetTopTransactionId();
 	}
 
 	/*
@@ -535,7 +545,9 @@ tenure_clock_of(const char *name, TimeLineID tli, XLogRecPtr lsn)
  *    unit long: R_e <= C(L_e).  (Two issues of different leases may draw
  *    the same value; epochs are per lease, and two issues of one lease are
  *    serialized by its row lock, the second drawing after the first
- *    recorded its value.)
+ *    recorded its value.)  Where the row change is not logged (wal_level =
+ *    minimal, the table created in the same transaction), L_e is the end
+ *    of an XLOG_NOOP record written to reach C(L_e) >= R_e instead.
  *
  * 3. R_e <= F before e's transaction returns from COMMIT, where F is the
  *    clock of the flushed WAL: if R_e exceeds C(flush position) after the
@@ -550,10 +562,13 @@ tenure_clock_of(const char *name, TimeLineID tli, XLogRecPtr lsn)
  *    cluster, exceeds R_e:
  *    a. same server run: values only grow, and e recorded R_e before its
  *       transaction committed;
- *    b. after a crash: recovery replays to the end of the valid WAL, which
- *       lies at or past the flush position that covered R_e (3), and the
- *       clock restarts at C(insert position) + 1 past it, on the same
- *       timeline;
+ *    b. after a crash: recovery replays to the end of the valid WAL and
+ *       inserting resumes there, on the same timeline.  That lies at or
+ *       past the flush position that covered R_e (3): a flush position is
+ *       the end of a record or a page boundary inside one, and a record
+ *       cut at a flushed page boundary is overwritten from that boundary
+ *       on (missingContrecPtr in xlog.c).  The clock restarts at
+ *       C(insert position) + 1, past it;
  *    c. after a promotion or an archive recovery (point-in-time recovery,
  *       to any point): the new timeline is findNewestTimeLine() + 1,
  *       greater than every timeline whose history file the archive holds,
@@ -625,6 +640,7 @@ tenure_issue_epoch(const char *name, int64 floor)
 	TimeLineID	tli;
 	TimeLineID	flush_tli;
 	XLogRecPtr	flushed;
+	XLogRecPtr	insert;
 	int64		clock;
 	int64		epoch;
 	int64		candidate;
@@ -687,7 +703,23 @@ tenure_issue_epoch(const char *name, int64 floor)
 					"tiiii", args, nulls, SPI_OK_UPDATE);
 	Assert(SPI_processed == 1);
 
-	/* the UPDATE record is in the WAL: later draws return more (2) */
+	/*
+	 * The UPDATE record is in the WAL, and so past the value (2) -- unless
+	 * the row change was not logged at all (wal_level = minimal, and the
+	 * table was created in this transaction): then a record that does
+	 * nothing on replay takes WAL up to the value.  Later draws return more.
+	 */
+	insert = GetXLogInsertRecPtr();
+	if (clock > tenure_clock_of(name, tli, insert))
+	{
+		Size		bytes = (Size) (clock - tenure_clock_of(name, tli, insert) + 1) * 8;
+		char	   *filler = palloc0(bytes);
+
+		XLogBeginInsert();
+		XLogRegisterData(filler, bytes);
+		(void) XLogInsert(RM_XLOG_ID, XLOG_NOOP);
+		pfree(filler);
+	}
 	tenure_state_clock_used(tli, clock);
 
 	/* the value must be covered by flushed WAL before COMMIT returns (3) */
@@ -705,9 +737,12 @@ tenure_issue_epoch(const char *name, int64 floor)
  * lineage.
  *
  * Finding the rows beyond the most recent N costs a scan of N index
- * entries, so the trim runs only at every TENURE_HISTORY_TRIM_EVERY-th new
- * row of the lease (and the first after server start): a lease keeps its
- * N most recent rows and at most TENURE_HISTORY_TRIM_EVERY - 1 more.
+ * entries, so the trim runs only when the lease's committed tenures and
+ * claims since its shared entry was loaded (at its first use after server
+ * start, or after its slot went to another lease) number a multiple of
+ * TENURE_HISTORY_TRIM_EVERY: a lease keeps its N most recent rows and
+ * usually at most TENURE_HISTORY_TRIM_EVERY - 1 more (more only while
+ * rows another transaction is closing are skipped).
  */
 void
 tenure_history_start(const char *name, int64 epoch, const char *holder,

@@ -7,8 +7,9 @@
  * This file is the only code that reads or changes the lease table.  Other
  * files call its verbs: readers (leads, held_epoch, fence, watch, list,
  * ...) copy what they need under the LWLock in shared mode, writers
- * (load, reserve, renew, issued, publish_*, keeper_pass, ...) change an
- * entry under it in exclusive mode.  No pointer to an entry leaves this
+ * (load, reserve, issued, publish_*, keeper_pass, ...) change an entry
+ * under it in exclusive mode; renew changes only the renewal time, an
+ * atomic, under it in shared mode.  No pointer to an entry leaves this
  * file.
  *
  * Shared memory holds one TenureShared struct and a fixed-size hash table
@@ -18,7 +19,11 @@
  * Locking protocol:
  *
  * - tenure_shared->lock (our only LWLock) protects the hash table and every
- *   field of every entry, and the keeper_* fields of TenureShared.  Verbs
+ *   field of every entry, and the keeper_* fields of TenureShared, except
+ *   two: an entry's renewed_mono, which renew raises under the lock in
+ *   shared mode with a compare-and-swap (it only ever grows while a tenure
+ *   lasts; readers read it once), and the epoch clock, which has its own
+ *   spinlock.  Verbs
  *   that run under a lock their caller took (the publish_* verbs, between
  *   tenure_state_begin_update() and tenure_state_end_update()) and the
  *   static helpers that need it assert that it is held, and in which mode.
@@ -39,8 +44,11 @@
  *   through tenure_state_prepare_wait() and tenure_state_wait().
  *
  * Field ownership: backends' verbs write the tenure fields and lock_wanted;
- * only the keeper's verbs write lock_held, held_tag, lock_failed and
- * lock_no_memory (a new reservation clears lock_failed).
+ * the keeper's verbs write lock_held, held_tag, lock_failed and
+ * lock_no_memory, and clear lock_wanted when a lock cannot be had.  A new
+ * reservation or tenure clears lock_failed; rebuilding an entry
+ * (tenure_state_load) keeps lock_held and held_tag and queues the entry,
+ * so that the keeper lets an earlier lease's lock go.
  *
  * Entries and slots (tenure_enter_entry): an entry is built from the
  * lease's latest committed row, never from an older snapshot, and an entry
@@ -146,7 +154,7 @@ typedef struct TenureLease
 									 * shared mode: read with tenure_renewed() */
 	int64		active_mono;	/* tenure counts as active from here */
 	uint64		transitions;	/* tenures started and epochs claimed */
-	uint32		history_starts; /* history rows started since loaded */
+	uint32		history_starts; /* tenures and claims committed since loaded */
 
 	/* the end of the previous tenure, for hold-off and the history */
 	int64		pred_expiry_mono;	/* 0 if it was released explicitly */
@@ -218,6 +226,22 @@ static inline int64
 tenure_expiry(const TenureLease *lease)
 {
 	return tenure_renewed(lease) + lease->ttl_us;
+}
+
+/*
+ * Renew the lease's tenure as of "now", unless a renewal by another
+ * session sharing its holder name got further: the renewal time of a
+ * tenure never goes back.  Under the LWLock in either mode.
+ */
+static inline void
+tenure_renew_to(TenureLease *lease, int64 now)
+{
+	uint64		old = pg_atomic_read_u64(&lease->renewed_mono);
+
+	while (old < (uint64) now &&
+		   !pg_atomic_compare_exchange_u64(&lease->renewed_mono, &old,
+										   (uint64) now))
+		;
 }
 
 /*
@@ -927,13 +951,14 @@ tenure_info_of(const TenureLease *lease, int64 now, TenureLeaseInfo *info)
 {
 	memcpy(info->name, lease->key.name, sizeof(info->name));
 	info->state = lease->state;
-	info->live = tenure_is_live(lease, now);
 	memcpy(info->holder, lease->holder, sizeof(info->holder));
 	info->epoch = lease->epoch;
 	info->session_bound = lease->session_bound;
 	info->acquired_wall = lease->acquired_wall;
+	/* the renewal time read once: a renew may change it meanwhile */
 	info->renewed_mono = tenure_renewed(lease);
-	info->expiry_mono = tenure_expiry(lease);
+	info->expiry_mono = info->renewed_mono + lease->ttl_us;
+	info->live = lease->state == TENURE_HELD && now < info->expiry_mono;
 	info->active_mono = lease->active_mono;
 	info->holder_pid = lease->holder_pid;
 	info->lock_held = lease->lock_held;
@@ -1152,12 +1177,7 @@ tenure_state_renew(const TenureKey *key, const char *holder,
 		allowed = true;
 		if (tenure_epoch_of(lease, holder, now) != 0)
 		{
-			uint64		old = pg_atomic_read_u64(&lease->renewed_mono);
-
-			while (old < (uint64) now &&
-				   !pg_atomic_compare_exchange_u64(&lease->renewed_mono, &old,
-												   (uint64) now))
-				;
+			tenure_renew_to(lease, now);
 			*renewed = true;
 		}
 	}
@@ -1214,7 +1234,7 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 
 		if (held != 0)
 		{
-			pg_atomic_write_u64(&lease->renewed_mono, (uint64) now);
+			tenure_renew_to(lease, now);
 			*epoch = held;
 			result = TENURE_RESERVE_RENEWED;
 		}
@@ -1380,9 +1400,11 @@ tenure_state_end_update(bool changed)
 }
 
 /*
- * Whether the lease's history is due to be trimmed: at the first new
- * history row after its entry was loaded, then at every
- * TENURE_HISTORY_TRIM_EVERY-th.  Counts the row.
+ * Whether the lease's history is due to be trimmed: when the number of
+ * tenures and claims committed since its entry was loaded is a multiple of
+ * TENURE_HISTORY_TRIM_EVERY (so also at the first).  Only committed ones
+ * count (publish_acquire, publish_claim): a trim whose transaction rolls
+ * back is made again by the next.
  */
 bool
 tenure_state_history_trim_due(const TenureKey *key)
@@ -1390,10 +1412,10 @@ tenure_state_history_trim_due(const TenureKey *key)
 	TenureLease *lease;
 	bool		due = true;
 
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
 	lease = tenure_find(key);
 	if (lease != NULL)
-		due = lease->history_starts++ % TENURE_HISTORY_TRIM_EVERY == 0;
+		due = lease->history_starts % TENURE_HISTORY_TRIM_EVERY == 0;
 	LWLockRelease(tenure_shared->lock);
 	return due;
 }
@@ -1441,6 +1463,7 @@ tenure_state_publish_acquire(const TenureKey *key, uint64 token)
 	lease->pending_epoch = 0;
 	lease->ended_reason = TENURE_END_NONE;
 	lease->transitions++;
+	lease->history_starts++;
 }
 
 /*
@@ -1457,6 +1480,7 @@ tenure_state_publish_claim(const TenureKey *key, int64 epoch)
 		return;
 	lease->epoch = Max(lease->epoch, epoch);
 	lease->transitions++;
+	lease->history_starts++;
 }
 
 /*

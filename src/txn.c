@@ -78,14 +78,18 @@ tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 void
 tenure_txn_issued(uint64 token, int64 epoch)
 {
-	ListCell   *lc;
+	int			i;
 
-	foreach(lc, tenure_actions)
+	/* the acquisition is the latest action or close to it: look backwards */
+	for (i = list_length(tenure_actions) - 1; i >= 0; i--)
 	{
-		TenureAction *act = lfirst(lc);
+		TenureAction *act = list_nth(tenure_actions, i);
 
 		if (act->kind == TENURE_ACT_ACQUIRE && act->token == token)
+		{
 			act->epoch = epoch;
+			break;
+		}
 	}
 }
 

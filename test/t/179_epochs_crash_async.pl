@@ -108,4 +108,46 @@ cmp_ok($lost_rounds, '>', 0,
 	"a crash lost committed epochs in $lost_rounds of $rounds rounds");
 
 $node->stop;
+
+# wal_level = minimal: a table created in the transaction is not logged, so
+# epochs issued there write no WAL for their rows; the clock must not run
+# ahead of the WAL all the same.  One transaction creates the extension and
+# issues a hundred epochs: the last is at most the clock of the WAL insert
+# position (without the no-op record pg_tenure writes then, it would be
+# ahead by about a hundred), and after a crash the next epoch exceeds it.
+my $minimal = tenure_node(
+	'crash_minimal',
+	extension => 0,
+	conf => qq{
+wal_level = minimal
+max_wal_senders = 0
+restart_after_crash = on
+});
+my ($last, $wal_clock) = split /\|/, $minimal->safe_psql(
+	'postgres', q{
+	BEGIN;
+	CREATE EXTENSION pg_tenure;
+	SELECT tenure.create_lease('cm', ttl => '10 min', holdoff => '0');
+	SELECT FROM tenure.acquire('cm', 'm');
+	DO $$BEGIN FOR i IN 1 .. 100 LOOP PERFORM tenure.claim_epoch('cm', 'm'); END LOOP; END$$;
+	-- timeline 1: a new cluster
+	SELECT e, (1::bigint << 50) | ((pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint >> 3)
+	  FROM tenure.claim_epoch('cm', 'm') e;
+	COMMIT;
+});
+cmp_ok($last, '<=', $wal_clock,
+	'wal_level = minimal: epochs issued into an unlogged table stay within the WAL clock');
+my $mpid = $minimal->{_pid};
+my @mchildren = grep { /^\d+$/ } split /\s+/, `pgrep -P $mpid`;
+$minimal->kill9;
+kill 'KILL', @mchildren;
+wait_until('the old server processes to go',
+	sub { !grep { kill(0, $_) } $mpid, @mchildren });
+$minimal->start;
+my $next = $minimal->safe_psql('postgres',
+	"SELECT tenure.acquire('cm', 'after')");
+cmp_ok($next, '>', $last,
+	'wal_level = minimal: the first epoch after a crash exceeds the last one before it');
+$minimal->stop;
+
 done_testing();
