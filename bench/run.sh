@@ -3,13 +3,30 @@
 # pg_tenure benchmarks: pg_tenure against the approaches users build today,
 # on this machine, in one run, with pgbench (prepared statements).
 #
-#   bash bench/run.sh            # full run: writes bench/results/latest.{md,csv,png}
-#   bash bench/run.sh --smoke    # every scenario for 2 s, results in a temp dir
+#   bash bench/run.sh            # full run: writes bench/results/ (about 15 minutes on 2 cores)
+#   bash bench/run.sh --smoke    # every section briefly, results in a temp dir
 #
-# Environment: DURATION (seconds per run, default 10), REPEATS (default 3),
-# CLIENTS (default "1 8"), PAIRS and PAIR_SECONDS (paired fenced INSERT
-# runs, default 20 of 5 s), MIXES and MIX_SECONDS (interleaved fenced INSERT
-# runs, default 5 of 10 s), TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
+# Sections, in this order (SECTIONS picks some, e.g. SECTIONS="scale";
+# bench/README.md describes each):
+#   fsync        pg_test_fsync: the disk's flush cost (fsync.txt)
+#   scenarios    every scenario in separate runs (raw.csv, latest.csv)
+#   interleaved  each scenario and its reference in the same runs (interleaved.csv)
+#   pairs        fenced INSERT, paired runs (fenced_pairs.csv)
+#   failover     bench/failover.c (failover.csv)
+#   scale        SCALE_MAX live leases (scale.csv, scale_raw.csv, scale_costs.csv)
+#   profile      bench/profile.sh: perf profile of acquire + release (profile.txt)
+# and latest.md (every table) and latest.png (the chart) from what ran.
+#
+# Environment (full run defaults; --smoke shortens them): DURATION (seconds
+# per run, 4), REPEATS (3), CLIENTS ("1 8"), FSYNC_SECONDS (pg_test_fsync -s,
+# 2; 0 skips), MIXES and MIX_SECONDS (interleaved runs, 5 of 3 s per group
+# and client count), PAIRS and PAIR_SECONDS (6 of 3 s), FAILOVER_TRIALS
+# (200), FAILOVER_TTL_MS (500), DEFAULTS_TRIALS (20), DEFAULTS_TTL_MS
+# (1500), TODAY_TRIALS (30), SCALE_MAX (100000), SCALE_FEW (10),
+# SCALE_ACQUIRE_BATCH (1000), SCALE_LOOP (1000), SCALE_LOCK_HEADROOM
+# (1000), KEEPER_IDLE_SECONDS (20), KEEPER_RENEW_RATE (100), PROFILE_SECONDS
+# (10), PROFILE_CLIENTS ("1 8"), SECTIONS, OUT (results directory, kept),
+# TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
 #
 # Runs as root: installs what it needs, builds and installs pg_tenure, and
 # starts a throwaway cluster owned by the user "tenure".  PG_MAJOR picks
@@ -18,77 +35,63 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-. "$top/test/pg_major.sh"
-BENCH_USER=${BENCH_USER:-tenure}
-DURATION=${DURATION:-10}
-REPEATS=${REPEATS:-3}
-CLIENTS=${CLIENTS:-"1 8"}
-out=$here/results
+. "$here/lib.sh"
+
+bench_require_root
 smoke=
-if [ "${1:-}" = --smoke ]; then
-	smoke=1
-	DURATION=2
-	REPEATS=1
+[ "${1:-}" = --smoke ] && smoke=1
+# full | smoke
+dflt() { if [ -n "$smoke" ]; then echo "$2"; else echo "$1"; fi; }
+DURATION=${DURATION:-$(dflt 4 2)}
+REPEATS=${REPEATS:-$(dflt 3 1)}
+CLIENTS=${CLIENTS:-"1 8"}
+all_sections="fsync scenarios interleaved pairs failover scale profile"
+SECTIONS=${SECTIONS:-$all_sections}
+want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
+# OUT: the results stay there; a smoke run's go to a temp dir that is
+# removed, a partial run's (SECTIONS) to a temp dir that is kept
+keep=1
+if [ -n "${OUT:-}" ]; then
+	out=$OUT
+elif [ -n "$smoke" ]; then
 	out=$(mktemp -d /tmp/pg_tenure-bench-smoke.XXXXXX)
+	keep=
+elif [ "$SECTIONS" != "$all_sections" ]; then
+	out=$(mktemp -d /tmp/pg_tenure-bench-results.XXXXXX)
+else
+	out=$here/results
 fi
+mkdir -p "$out"
 
-if [ "$(id -u)" != 0 ]; then
-	echo "bench/run.sh: run as root" >&2
-	exit 2
-fi
-if [ -z "${TENURE_SKIP_APT:-}" ]; then
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential \
-		postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libpq-dev gnuplot-nox >/dev/null
-fi
-id "$BENCH_USER" >/dev/null 2>&1 || useradd -m "$BENCH_USER"
-if [ -z "${TENURE_SKIP_INSTALL:-}" ]; then
-	build=$(mktemp -d /tmp/pg_tenure-bench-build.XXXXXX)
-	cp -a "$top"/. "$build"/
-	make -s -C "$build" PG_CONFIG=$PG_CONFIG with_llvm=no clean >/dev/null
-	make -s -C "$build" PG_CONFIG=$PG_CONFIG with_llvm=no install >/dev/null
-	rm -rf "$build"
-fi
-
-# the throwaway cluster
-dir=$(mktemp -d /tmp/pg_tenure-bench.XXXXXX)
-# the user runs the scripts from a copy: the checkout may sit where it
-# cannot read (under /root)
-cp -a "$here/scripts" "$here/setup.sql" "$dir"/
-chown -R "$BENCH_USER": "$dir"
-chmod 755 "$dir"
-cd "$dir"
-as_user() { runuser -u "$BENCH_USER" -- "$@"; }
-port=54329
-as_user $PG_BIN/initdb -D "$dir/data" -A trust >/dev/null
-cat >>"$dir/data/postgresql.conf" <<EOF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$dir'
-shared_preload_libraries = 'pg_tenure'
-shared_buffers = '256MB'
-max_connections = 100
-tenure.max_leases = 20000
-max_locks_per_transaction = 256
-synchronous_commit = off
-EOF
-as_user $PG_BIN/pg_ctl -D "$dir/data" -l "$dir/log" -w start >/dev/null
-cleanup() {
-	as_user $PG_BIN/pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
-	rm -rf "$dir"
+t_start=$(date +%s)
+t_phase=$t_start
+timings=()
+phase_done() {
+	local now
+	now=$(date +%s)
+	timings+=("$1 $((now - t_phase)) s")
+	t_phase=$now
 }
-trap cleanup EXIT
 
-export PGHOST=$dir PGPORT=$port PGDATABASE=postgres
-psql_q() { as_user env PGHOST=$dir PGPORT=$port $PG_BIN/psql -X -q -t -A -v ON_ERROR_STOP=1 -d postgres "$@"; }
-
-# wait for the keeper, then create the objects
-for _ in $(seq 300); do
-	[ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'")" = 1 ] && break
-	sleep 0.1
-done
-psql_q -f "$dir/setup.sql" >/dev/null
+bench_prepare gnuplot-nox linux-perf
+bench_cluster_start 54329
+# the scale section raises it (and max_locks_per_transaction)
+max_leases0=$BENCH_MAX_LEASES
 epoch=$(psql_q -c "SELECT tenure.current_epoch('bench-writer')")
+# report fragments, one per section, joined into latest.md at the end
+parts=$dir/parts
+mkdir -p "$parts"
+
+phase_done setup
+
+pgb() {
+	# pgb CLIENTS SECONDS PGOPTIONS pgbench-arguments...
+	local c=$1 t=$2 opts=$3
+	shift 3
+	as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="$opts" $PG_BIN/pgbench -n -M prepared \
+		-c "$c" -j "$((c < 2 ? 1 : 2))" -T "$t" -D epoch="$epoch" "$@" postgres
+}
+tps_of() { awk '/^tps = .*without initial connection time/ {print $3}'; }
 
 # Scenarios: id | reference id | script | extra PGOPTIONS | description
 scenarios=(
@@ -105,20 +108,75 @@ scenarios=(
 	"insert_plain_local|insert_plain_local|insert_plain_local.sql||BEGIN; set_config(local); INSERT; COMMIT (reference)"
 	"insert_fenced_local|insert_plain_local|insert_fenced_local.sql||fenced INSERT: pg_tenure, token presented in the transaction (set_config local)"
 )
+# scen ID FIELD: ref, script, opts or desc of a scenario
+scen() {
+	local s id ref script opts desc
+	for s in "${scenarios[@]}"; do
+		IFS='|' read -r id ref script opts desc <<<"$s"
+		if [ "$id" = "$1" ]; then
+			case $2 in
+				ref) echo "$ref" ;;
+				script) echo "$script" ;;
+				opts) echo "$opts" ;;
+				desc) echo "$desc" ;;
+			esac
+			return 0
+		fi
+	done
+	return 1
+}
 
+echo "pg_tenure bench: sections: $SECTIONS; results in $out"
+
+# ---------------------------------------------------------------- fsync
+# The disk's flush cost, with the wal_sync_method the cluster uses: what
+# every flushed commit (and every acquisition that flushes) pays at least.
+fsync_s=${FSYNC_SECONDS:-2}
+fsync_method=$(psql_q -c "SHOW wal_sync_method")
+fsync_ops= fsync_us=
+if want fsync && [ "$fsync_s" != 0 ]; then
+	echo "flush cost: pg_test_fsync -s $fsync_s"
+	ftxt=$dir/fsync.txt
+	if [ -n "$smoke" ]; then
+		# only the first test group, 1 s per test
+		as_user $PG_BIN/pg_test_fsync -s 1 -f "$dir/fsync_test" >"$ftxt" 2>&1 &
+		fpid=$!
+		for _ in $(seq 200); do
+			grep -q "^ *$fsync_method  .*usecs/op" "$ftxt" && break
+			kill -0 "$fpid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$fpid" 2>/dev/null || true
+		wait "$fpid" 2>/dev/null || true
+		fsync_s=1
+	else
+		as_user $PG_BIN/pg_test_fsync -s "$fsync_s" -f "$dir/fsync_test" >"$ftxt" 2>&1
+	fi
+	rm -f "$dir/fsync_test"
+	# the first group: one 8 kB write per flush, as a commit's WAL flush
+	read -r fsync_ops fsync_us < <(awk -v m="$fsync_method" '
+		/using one 8kB write/ {g = 1; next}
+		/^Compare/ {g = 0}
+		g && $1 == m && $3 == "ops/sec" {print $2, $4; exit}' "$ftxt") || true
+	if [ -z "$fsync_ops" ]; then
+		echo "bench: pg_test_fsync reported no figure for $fsync_method" >&2
+		cat "$ftxt" >&2
+		exit 1
+	fi
+	cp "$ftxt" "$out/fsync.txt"
+	echo "  $fsync_method: $fsync_ops ops/sec, $fsync_us usecs/op"
+	phase_done fsync
+fi
+
+# ---------------------------------------------------------------- scenarios
 raw=$out/raw.csv
-mkdir -p "$out"
-echo "scenario,clients,repeat,tps,transactions,wal_bytes" >"$raw"
-
 run_one() {
 	local id=$1 script=$2 opts=$3 clients=$4 rep=$5
 	local lsn0 lsn1 log tps n wal
 	lsn0=$(psql_q -c "SELECT pg_current_wal_insert_lsn()")
-	log=$(as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="$opts" $PG_BIN/pgbench -n -M prepared \
-		-c "$clients" -j "$(( clients < 2 ? 1 : 2 ))" -T "$DURATION" -D epoch="$epoch" \
-		-f "$dir/scripts/$script" postgres 2>&1) || { echo "$log" >&2; return 1; }
+	log=$(pgb "$clients" "$DURATION" "$opts" -f "$dir/scripts/$script" 2>&1) || { echo "$log" >&2; return 1; }
 	lsn1=$(psql_q -c "SELECT pg_current_wal_insert_lsn()")
-	tps=$(echo "$log" | awk '/^tps = .*without initial connection time/ {print $3}')
+	tps=$(echo "$log" | tps_of)
 	n=$(echo "$log" | awk '/number of transactions actually processed/ {print $NF}')
 	n=${n%%/*}
 	wal=$(psql_q -c "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')")
@@ -131,219 +189,534 @@ run_one() {
 	printf '  %-22s c=%s r=%s tps=%s\n' "$id" "$clients" "$rep" "$tps"
 }
 
-echo "pg_tenure bench: ${DURATION}s per run, $REPEATS repeats, clients: $CLIENTS"
-for rep in $(seq "$REPEATS"); do
-	for c in $CLIENTS; do
-		for s in "${scenarios[@]}"; do
-			IFS='|' read -r id ref script opts desc <<<"$s"
-			run_one "$id" "$script" "$opts" "$c" "$rep"
-		done
-	done
-done
-
-# Fenced INSERT, paired: on a noisy 2-core machine consecutive runs differ
-# by up to 10%, more than the 5% target, so also alternate short plain and
-# fenced runs and take the median of the per-pair ratios.
-pairs=${PAIRS:-$([ -n "$smoke" ] && echo 1 || echo 20)}
-pair_s=${PAIR_SECONDS:-$([ -n "$smoke" ] && echo 1 || echo 5)}
-echo "fenced INSERT, $pairs paired runs of ${pair_s}s, 8 clients"
-echo "pair,plain_tps,fenced_tps,ratio" >"$out/fenced_pairs.csv"
-for i in $(seq "$pairs"); do
-	pt() {
-		as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="$2" $PG_BIN/pgbench -n -M prepared -c 8 -j 2 \
-			-T "$pair_s" -D epoch="$epoch" -f "$dir/scripts/$1" postgres 2>&1 |
-			awk '/^tps = .*without initial connection time/ {print $3}'
-	}
-	# alternate which runs first, so that drift favours neither
-	if [ $(( i % 2 )) = 1 ]; then
-		a=$(pt insert_plain_local.sql "")
-		b=$(pt insert_fenced_local.sql "")
-	else
-		b=$(pt insert_fenced_local.sql "")
-		a=$(pt insert_plain_local.sql "")
-	fi
-	[ -n "$a" ] && [ -n "$b" ] || { echo "bench: paired fenced INSERT failed" >&2; exit 1; }
-	echo "$i,$a,$b,$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.4f", b/a}')" >>"$out/fenced_pairs.csv"
-done
-pair_median=$(tail -n +2 "$out/fenced_pairs.csv" | cut -d, -f4 | sort -g |
-	awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}')
-pair_min=$(tail -n +2 "$out/fenced_pairs.csv" | cut -d, -f4 | sort -g | head -1)
-pair_max=$(tail -n +2 "$out/fenced_pairs.csv" | cut -d, -f4 | sort -g | tail -1)
-echo "  fenced/plain: median $pair_median ($pair_min..$pair_max)"
-
-# Fenced INSERT, interleaved: one pgbench run whose 8 clients pick the plain
-# or the fenced INSERT at random for each transaction, so both see exactly
-# the same machine.  Each transaction's latency comes from pgbench's
-# per-transaction log; with a fixed number of clients TPS is inversely
-# proportional to latency, so plain/fenced mean latency is the TPS ratio.
-mixes=${MIXES:-$([ -n "$smoke" ] && echo 1 || echo 5)}
-mix_s=${MIX_SECONDS:-$([ -n "$smoke" ] && echo 1 || echo 10)}
-echo "fenced INSERT, $mixes interleaved runs of ${mix_s}s, 8 clients"
-echo "run,plain_tx,plain_mean_us,fenced_tx,fenced_mean_us,ratio" >"$out/fenced_mixed.csv"
-for i in $(seq "$mixes"); do
-	rm -f "$dir"/mix_log*
-	as_user env PGHOST=$dir PGPORT=$port \
-		$PG_BIN/pgbench -n -M prepared -c 8 -j 2 -T "$mix_s" -D epoch="$epoch" -l --log-prefix="$dir/mix_log" \
-		-f "$dir/scripts/insert_plain_local.sql@1" -f "$dir/scripts/insert_fenced_local.sql@1" postgres >/dev/null 2>&1 ||
-		{ echo "bench: interleaved fenced INSERT failed" >&2; exit 1; }
-	# log lines: client transaction latency_us script epoch_s epoch_us
-	cat "$dir"/mix_log* | awk -v i="$i" '
-		{ n[$4]++; t[$4] += $3 }
-		END {
-			if (n[0] == 0 || n[1] == 0) exit 1
-			printf "%d,%d,%.2f,%d,%.2f,%.4f\n", i, n[0], t[0] / n[0], n[1], t[1] / n[1], (t[0] / n[0]) / (t[1] / n[1])
-		}' >>"$out/fenced_mixed.csv" || { echo "bench: interleaved run logged no transactions" >&2; exit 1; }
-done
-rm -f "$dir"/mix_log*
-mix_median=$(tail -n +2 "$out/fenced_mixed.csv" | cut -d, -f6 | sort -g |
-	awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}')
-mix_min=$(tail -n +2 "$out/fenced_mixed.csv" | cut -d, -f6 | sort -g | head -1)
-mix_max=$(tail -n +2 "$out/fenced_mixed.csv" | cut -d, -f6 | sort -g | tail -1)
-echo "  fenced/plain (plain mean latency / fenced mean latency): median $mix_median ($mix_min..$mix_max)"
-
-# Failover: the holder's backend exits while a candidate waits.
-cc -O2 -Wall -Wextra -Werror -I"$($PG_CONFIG --includedir)" -o "$dir/failover" \
-	"$here/failover.c" -L"$($PG_CONFIG --libdir)" -lpq
-chmod 755 "$dir/failover"
-failover_trials=${FAILOVER_TRIALS:-$([ -n "$smoke" ] && echo 10 || echo 200)}
-failover_ttl=${FAILOVER_TTL_MS:-500}
-today_trials=${TODAY_TRIALS:-$([ -n "$smoke" ] && echo 3 || echo 30)}
-# the defaults (automatic hold-off, renewed every ttl/3) at 1/10 of the
-# default ttl of 15 s: every trial takes up to a ttl
-defaults_trials=${DEFAULTS_TRIALS:-$([ -n "$smoke" ] && echo 3 || echo 30)}
-defaults_ttl=${DEFAULTS_TTL_MS:-1500}
-echo "failover: $failover_trials trials each"
-fo() { as_user env PGHOST=$dir PGPORT=$port PGDATABASE=postgres "$dir/failover" "$@" | tail -1; }
-f_h0=$(fo holdoff0 "$failover_trials")
-f_auto=$(fo automatic "$failover_trials" "$failover_ttl")
-f_defaults=$(fo defaults "$defaults_trials" "$defaults_ttl")
-f_today=$(fo today "$today_trials")
-echo "  $f_h0"; echo "  $f_auto"; echo "  $f_defaults"; echo "  $f_today"
-field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
-{
-	echo "mode,trials,p50_ms,p99_ms,max_ms"
-	for r in "$f_h0" "$f_auto" "$f_defaults" "$f_today"; do
-		echo "$(echo "$r" | cut -d' ' -f1),$(field "$r" n),$(field "$r" p50),$(field "$r" p99),$(field "$r" max)"
-	done
-} >"$out/failover.csv"
-
-# Scale: leader_is and renew with 10, 1,000 and 10,000 live leases.
-scale_sizes=${SCALE_SIZES:-"10 1000 10000"}
-echo "scale: $scale_sizes leases"
-echo "leases,clients,op,tps" >"$out/scale.csv"
-have=0
-for n in $scale_sizes; do
-	psql_q -c "SELECT count(*) FROM (SELECT tenure.create_lease('scale-' || i, '1 day', holdoff => '0'),
-		tenure.acquire('scale-' || i, 'h') FROM generate_series($have + 1, $n) i) s" >/dev/null
-	have=$n
-	printf '\\set k random(1, %s)\nSELECT tenure.leader_is('"'"'scale-'"'"' || :k, '"'"'h'"'"');\n' "$n" >"$dir/scale_leader.sql"
-	printf '\\set k random(1, %s)\nSELECT tenure.renew('"'"'scale-'"'"' || :k, '"'"'h'"'"');\n' "$n" >"$dir/scale_renew.sql"
-	chmod 644 "$dir"/scale_*.sql
-	cp "$dir/scale_leader.sql" "$dir/scale_leader_$n.sql"
-	cp "$dir/scale_renew.sql" "$dir/scale_renew_$n.sql"
-done
-# repeated and interleaved like the other scenarios; medians below
-echo "leases,clients,op,repeat,tps" >"$out/scale_raw.csv"
-for rep in $(seq "$REPEATS"); do
-	for c in $CLIENTS; do
-		for n in $scale_sizes; do
-			for op in leader renew; do
-				t=$(as_user env PGHOST=$dir PGPORT=$port $PG_BIN/pgbench -n -M prepared -c "$c" \
-					-j "$(( c < 2 ? 1 : 2 ))" -T "$DURATION" -f "$dir/scale_${op}_$n.sql" postgres 2>&1 |
-					awk '/^tps = .*without initial connection time/ {print $3}')
-				[ -n "$t" ] || { echo "bench: scale $op $n with $c clients failed" >&2; exit 1; }
-				echo "$n,$c,$op,$rep,$t" >>"$out/scale_raw.csv"
-				printf '  %-6s leases=%-6s c=%s r=%s tps=%s\n' "$op" "$n" "$c" "$rep" "$t"
+if want scenarios; then
+	echo "scenarios: ${DURATION}s per run, $REPEATS repeats, clients: $CLIENTS"
+	echo "scenario,clients,repeat,tps,transactions,wal_bytes" >"$raw"
+	for rep in $(seq "$REPEATS"); do
+		for c in $CLIENTS; do
+			for s in "${scenarios[@]}"; do
+				IFS='|' read -r id ref script opts desc <<<"$s"
+				run_one "$id" "$script" "$opts" "$c" "$rep"
 			done
 		done
 	done
-done
-for c in $CLIENTS; do
-	for n in $scale_sizes; do
-		for op in leader renew; do
-			m=$(awk -F, -v n="$n" -v c="$c" -v op="$op" '$1==n && $2==c && $3==op {print $5}' "$out/scale_raw.csv" |
-				sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}')
-			echo "$n,$c,$op,$m" >>"$out/scale.csv"
+	phase_done scenarios
+fi
+
+# ---------------------------------------------------------------- interleaved
+# Each scenario and its reference in the same pgbench runs: every client
+# picks one of the group's scripts at random for each transaction, so all
+# see exactly the same machine.  Mean latencies come from pgbench's
+# per-transaction log; at a fixed number of clients TPS is inversely
+# proportional to latency, so reference mean latency / scenario mean
+# latency is the TPS ratio.  Groups: name | ids, the reference first.
+groups=(
+	"is-leader|select1 leader_is leader_row"
+	"renew|select1 renew renew_row"
+	"acquire + release|cycle_advisory cycle"
+	"fenced INSERT today|insert_plain insert_trigger insert_for_share"
+	"fenced INSERT|insert_plain_local insert_fenced_local"
+)
+# pg_tenure | today's approach, in the same group
+versus=("is-leader|leader_is|leader_row" "renew|renew|renew_row" "acquire + release|cycle|cycle_advisory")
+mixes=${MIXES:-$(dflt 5 1)}
+mix_s=${MIX_SECONDS:-$(dflt 3 1)}
+ilv=$out/interleaved.csv
+if want interleaved; then
+	echo "interleaved: $mixes runs of ${mix_s}s per group and client count"
+	echo "group,clients,run,scenario,transactions,mean_latency_us,reference,ratio" >"$ilv"
+	for i in $(seq "$mixes"); do
+		for c in $CLIENTS; do
+			for g in "${groups[@]}"; do
+				IFS='|' read -r gname ids <<<"$g"
+				args=()
+				opts=
+				for id in $ids; do
+					args+=(-f "$dir/scripts/$(scen "$id" script)@1")
+					o=$(scen "$id" opts)
+					[ -n "$o" ] && opts="$opts $o"
+				done
+				rm -f "$dir"/mix_log*
+				log=$(pgb "$c" "$mix_s" "$opts" -l --log-prefix="$dir/mix_log" "${args[@]}" 2>&1) ||
+					{ echo "$log" >&2; echo "bench: interleaved $gname with $c clients failed" >&2; exit 1; }
+				# log lines: client transaction latency_us script epoch_s epoch_us
+				cat "$dir"/mix_log* | awk -v ids="$ids" -v g="$gname" -v c="$c" -v i="$i" '
+					BEGIN { n = split(ids, id, " ") }
+					{ k[$4]++; t[$4] += $3 }
+					END {
+						for (s = 0; s < n; s++) if (k[s] == 0) exit 1
+						ref = t[0] / k[0]
+						for (s = 0; s < n; s++)
+							printf "%s,%d,%d,%s,%d,%.2f,%s,%.4f\n", g, c, i, id[s + 1], k[s], t[s] / k[s], id[1], ref / (t[s] / k[s])
+					}' >>"$ilv" || { echo "bench: interleaved $gname with $c clients logged no transactions of a script" >&2; exit 1; }
+				printf '  %-20s c=%s r=%s %s\n' "$gname" "$c" "$i" \
+					"$(awk -F, -v g="$gname" -v c="$c" -v i="$i" '$1==g && $2==c && $3==i && $4!=$7 {printf "%s %s  ", $4, $8}' "$ilv")"
+			done
 		done
 	done
-done
-locks=$(psql_q -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 32321")
-shm=$(psql_q -c "SELECT tenure.shared_memory_bytes()")
-maxl=$(psql_q -c "SHOW tenure.max_leases")
-capacity=$(psql_q -c "SELECT current_setting('max_locks_per_transaction')::int *
-	(current_setting('max_connections')::int + current_setting('autovacuum_max_workers')::int + 1 +
-	 current_setting('max_worker_processes')::int + current_setting('max_wal_senders')::int +
-	 current_setting('max_prepared_transactions')::int)")
+	rm -f "$dir"/mix_log*
+	phase_done interleaved
+fi
+# ilv_stats ID CLIENTS: "median min max" of the scenario's interleaved ratios
+ilv_stats() {
+	[ -f "$ilv" ] || return 0
+	local v
+	v=$(awk -F, -v s="$1" -v c="$2" '$4==s && $2==c && $4!=$7 {print $8}' "$ilv" | sort -g)
+	[ -n "$v" ] || return 0
+	echo "$(echo "$v" | bench_median) $(echo "$v" | head -1) $(echo "$v" | tail -1)"
+}
+# vs_stats GROUP TENURE TODAY CLIENTS: the same for today / pg_tenure mean latency, run by run
+vs_stats() {
+	[ -f "$ilv" ] || return 0
+	local v
+	v=$(awk -F, -v g="$1" -v a="$2" -v b="$3" -v c="$4" '
+		$1==g && $2==c && $4==a {x[$3]=$6} $1==g && $2==c && $4==b {y[$3]=$6}
+		END {for (r in x) if (r in y) printf "%.4f\n", y[r] / x[r]}' "$ilv" | sort -g)
+	[ -n "$v" ] || return 0
+	echo "$(echo "$v" | bench_median) $(echo "$v" | head -1) $(echo "$v" | tail -1)"
+}
+if [ -f "$ilv" ] && want interleaved; then
+	{
+		echo "## Interleaved: each scenario and its reference in the same runs"
+		echo
+		echo "$mixes runs of $mix_s s per group and client count, the groups and client counts taking turns. In each run every client"
+		echo "picks one of the group's scripts at random for every transaction (\`pgbench -f a.sql@1 -f b.sql@1 ... -l\`), so all"
+		echo "see exactly the same machine state; mean latencies come from pgbench's per-transaction log, and at a fixed number"
+		echo "of clients TPS is inversely proportional to latency, so the TPS ratio of a run is reference mean latency / scenario"
+		echo "mean latency (\`interleaved.csv\`, every run). Median of the runs (min..max): a difference outside the range is not noise."
+		echo
+		echo "| group | scenario | against | clients | interleaved ratio | separate runs ratio |"
+		echo "| --- | --- | --- | ---: | ---: | ---: |"
+		for g in "${groups[@]}"; do
+			IFS='|' read -r gname ids <<<"$g"
+			ref=${ids%% *}
+			for id in ${ids#* }; do
+				for c in $CLIENTS; do
+					read -r m lo hi <<<"$(ilv_stats "$id" "$c")"
+					sep=
+					[ -f "$raw" ] && sep=$(awk -F, -v s="$id" -v c="$c" '$1==s && $2==c {print $4}' "$raw" | bench_median)
+					sepr=
+					if [ -n "$sep" ]; then
+						sref=$(awk -F, -v s="$ref" -v c="$c" '$1==s && $2==c {print $4}' "$raw" | bench_median)
+						sepr=$(awk -v a="$sep" -v b="$sref" 'BEGIN {printf "%.3f", a/b}')
+					fi
+					printf '| %s | %s | %s | %s | **%.3f** (%.3f..%.3f) | %s |\n' "$gname" "$id" "$ref" "$c" "$m" "$lo" "$hi" "$sepr"
+				done
+			done
+		done
+		echo
+		echo "pg_tenure against today's approach in the same runs (today's mean latency / pg_tenure's, run by run):"
+		echo
+		echo "| operation | pg_tenure | today | clients | ratio |"
+		echo "| --- | --- | --- | ---: | ---: |"
+		for v in "${versus[@]}"; do
+			IFS='|' read -r gname a b <<<"$v"
+			for c in $CLIENTS; do
+				read -r m lo hi <<<"$(vs_stats "$gname" "$a" "$b" "$c")"
+				printf '| %s | %s | %s | %s | **%.3f** (%.3f..%.3f) |\n' "$gname" "$a" "$b" "$c" "$m" "$lo" "$hi"
+			done
+		done
+		echo
+	} >"$parts/30_interleaved.md"
+fi
 
-{
-	echo
-	echo "## Fenced INSERT, paired runs"
-	echo
-	echo "$pairs pairs of ${pair_s}-second runs, plain and fenced in alternating order, 8 clients (\`fenced_pairs.csv\`):"
-	echo "fenced/plain TPS ratio median **$pair_median** (min $pair_min, max $pair_max)."
-	echo
-	echo "## Fenced INSERT, interleaved"
-	echo
-	echo "$mixes runs of ${mix_s} s in which each of 8 clients picks the plain or the fenced INSERT at random for every"
-	echo "transaction (\`pgbench -f insert_plain_local.sql@1 -f insert_fenced_local.sql@1 -l\`), so both run on exactly the same machine"
-	echo "state. Mean latencies come from pgbench's per-transaction log; at a fixed number of clients TPS is inversely"
-	echo "proportional to latency, so the TPS ratio is plain mean latency / fenced mean latency (\`fenced_mixed.csv\`):"
-	echo "median **$mix_median** (min $mix_min, max $mix_max)."
-	echo
-	echo "## Failover"
-	echo
-	echo "The holder's backend is terminated while a candidate waits in \`tenure.acquire(wait => '30 s')\`"
-	echo "(\`bench/failover.c\`, milliseconds, client-side monotonic clock)."
-	echo
-	echo "| design | trials | p50 | p99 | max | measured from |"
-	echo "| --- | ---: | ---: | ---: | ---: | --- |"
-	echo "| pg_tenure, holdoff 0 | $(field "$f_h0" n) | $(field "$f_h0" p50) | $(field "$f_h0" p99) | $(field "$f_h0" max) | holder terminated -> candidate leads |"
-	echo "| pg_tenure, automatic hold-off, ttl $failover_ttl ms | $(field "$f_auto" n) | $(field "$f_auto" p50) | $(field "$f_auto" p99) | $(field "$f_auto" max) | predecessor's last renewal + ttl -> candidate leads |"
-	echo "| pg_tenure, the defaults (automatic hold-off), ttl $defaults_ttl ms, renewed every ttl/3, holder killed at a random point | $(field "$f_defaults" n) | $(field "$f_defaults" p50) | $(field "$f_defaults" p99) | $(field "$f_defaults" max) | holder terminated -> candidate's await_active returns; at the default ttl of 15 s x10 |"
-	echo "| today: advisory lock polled every 50 ms + fixed 300 ms hold-off (1/100 scale) | $(field "$f_today" n) | $(field "$f_today" p50) | $(field "$f_today" p99) | $(field "$f_today" max) | holder terminated -> candidate leads; at full scale (5 s, 30 s) x100 |"
-	echo
-	echo "## Scale"
-	echo
-	echo "A random lease among N live ones per call; median of $REPEATS runs; ratio against the same operation with the fewest leases."
-	echo
-	echo "| live leases | clients | leader_is TPS | ratio | renew TPS | ratio |"
-	echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
-	first=${scale_sizes%% *}
+# ---------------------------------------------------------------- pairs
+# Fenced INSERT, paired: alternate short plain and fenced runs and take the
+# median of the per-pair ratios.
+if want pairs; then
+	pairs=${PAIRS:-$(dflt 6 1)}
+	pair_s=${PAIR_SECONDS:-$(dflt 3 1)}
+	echo "fenced INSERT, $pairs paired runs of ${pair_s}s, 8 clients"
+	echo "pair,plain_tps,fenced_tps,ratio" >"$out/fenced_pairs.csv"
+	for i in $(seq "$pairs"); do
+		pt() { pgb 8 "$pair_s" "" -f "$dir/scripts/$1" 2>&1 | tps_of; }
+		# alternate which runs first, so that drift favours neither
+		if [ $((i % 2)) = 1 ]; then
+			a=$(pt insert_plain_local.sql)
+			b=$(pt insert_fenced_local.sql)
+		else
+			b=$(pt insert_fenced_local.sql)
+			a=$(pt insert_plain_local.sql)
+		fi
+		[ -n "$a" ] && [ -n "$b" ] || { echo "bench: paired fenced INSERT failed" >&2; exit 1; }
+		echo "$i,$a,$b,$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.4f", b/a}')" >>"$out/fenced_pairs.csv"
+	done
+	pair_median=$(tail -n +2 "$out/fenced_pairs.csv" | cut -d, -f4 | bench_median)
+	pair_min=$(tail -n +2 "$out/fenced_pairs.csv" | cut -d, -f4 | sort -g | head -1)
+	pair_max=$(tail -n +2 "$out/fenced_pairs.csv" | cut -d, -f4 | sort -g | tail -1)
+	echo "  fenced/plain: median $pair_median ($pair_min..$pair_max)"
+	{
+		echo "## Fenced INSERT, paired runs"
+		echo
+		echo "$pairs pairs of ${pair_s}-second runs, plain and fenced in alternating order, 8 clients (\`fenced_pairs.csv\`):"
+		echo "fenced/plain TPS ratio median **$pair_median** (min $pair_min, max $pair_max)."
+		echo
+	} >"$parts/40_pairs.md"
+	phase_done pairs
+fi
+
+# ---------------------------------------------------------------- failover
+# The holder's backend exits while a candidate waits.
+if want failover; then
+	cc -O2 -Wall -Wextra -Werror -I"$($PG_CONFIG --includedir)" -o "$dir/failover" \
+		"$here/failover.c" -L"$($PG_CONFIG --libdir)" -lpq
+	chmod 755 "$dir/failover"
+	failover_trials=${FAILOVER_TRIALS:-$(dflt 200 10)}
+	failover_ttl=${FAILOVER_TTL_MS:-500}
+	today_trials=${TODAY_TRIALS:-$(dflt 30 3)}
+	# the defaults (automatic hold-off, renewed every ttl/3) at 1/10 of the
+	# default ttl of 15 s: every trial takes up to a ttl
+	defaults_trials=${DEFAULTS_TRIALS:-$(dflt 20 3)}
+	defaults_ttl=${DEFAULTS_TTL_MS:-1500}
+	echo "failover: $failover_trials trials each"
+	fo() { as_user env PGHOST=$dir PGPORT=$port PGDATABASE=postgres "$dir/failover" "$@" | tail -1; }
+	f_h0=$(fo holdoff0 "$failover_trials")
+	f_auto=$(fo automatic "$failover_trials" "$failover_ttl")
+	f_defaults=$(fo defaults "$defaults_trials" "$defaults_ttl")
+	f_today=$(fo today "$today_trials")
+	echo "  $f_h0"; echo "  $f_auto"; echo "  $f_defaults"; echo "  $f_today"
+	field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
+	{
+		echo "mode,trials,p50_ms,p99_ms,max_ms"
+		for r in "$f_h0" "$f_auto" "$f_defaults" "$f_today"; do
+			echo "$(echo "$r" | cut -d' ' -f1),$(field "$r" n),$(field "$r" p50),$(field "$r" p99),$(field "$r" max)"
+		done
+	} >"$out/failover.csv"
+	{
+		echo "## Failover"
+		echo
+		echo "The holder's backend is terminated while a candidate waits in \`tenure.acquire(wait => '30 s')\`"
+		echo "(\`bench/failover.c\`, milliseconds, client-side monotonic clock)."
+		echo
+		echo "| design | trials | p50 | p99 | max | measured from |"
+		echo "| --- | ---: | ---: | ---: | ---: | --- |"
+		echo "| pg_tenure, holdoff 0 | $(field "$f_h0" n) | $(field "$f_h0" p50) | $(field "$f_h0" p99) | $(field "$f_h0" max) | holder terminated -> candidate leads |"
+		echo "| pg_tenure, automatic hold-off, ttl $failover_ttl ms | $(field "$f_auto" n) | $(field "$f_auto" p50) | $(field "$f_auto" p99) | $(field "$f_auto" max) | predecessor's last renewal + ttl -> candidate leads |"
+		echo "| pg_tenure, the defaults (automatic hold-off), ttl $defaults_ttl ms, renewed every ttl/3, holder killed at a random point | $(field "$f_defaults" n) | $(field "$f_defaults" p50) | $(field "$f_defaults" p99) | $(field "$f_defaults" max) | holder terminated -> candidate's await_active returns; at the default ttl of 15 s x10 |"
+		echo "| today: advisory lock polled every 50 ms + fixed 300 ms hold-off (1/100 scale) | $(field "$f_today" n) | $(field "$f_today" p50) | $(field "$f_today" p99) | $(field "$f_today" max) | holder terminated -> candidate leads; at full scale (5 s, 30 s) x100 |"
+		echo
+	} >"$parts/50_failover.md"
+	phase_done failover
+fi
+
+# ---------------------------------------------------------------- scale
+# SCALE_FEW and then SCALE_MAX live leases, every one created, acquired
+# (held, ttl 1 day) and renewed or checked by random clients.  The cluster
+# restarts first with tenure.max_leases and max_locks_per_transaction large
+# enough, computed below; the sections above ran with the bench's settings.
+if want scale; then
+	scale_max=${SCALE_MAX:-$(dflt 100000 2000)}
+	scale_few=${SCALE_FEW:-10}
+	scale_loop=${SCALE_LOOP:-$(dflt 1000 100)}
+	acq_batch=${SCALE_ACQUIRE_BATCH:-1000}
+	headroom=${SCALE_LOCK_HEADROOM:-1000}
+	idle_s=${KEEPER_IDLE_SECONDS:-$(dflt 20 2)}
+	renew_rate=${KEEPER_RENEW_RATE:-100}
+	costs=$out/scale_costs.csv
+	echo "metric,value,unit" >"$costs"
+	cost() { echo "$1,$2,$3" >>"$costs"; }
+
+	# the settings: tenure.max_leases >= the leases, and a lock table with
+	# room for one keeper lock per live tenure plus headroom for every
+	# other lock, by the rule of the README's Installation section:
+	# max_locks_per_transaction * (max_connections + autovacuum_max_workers
+	# + 1 + max_worker_processes + max_wal_senders + max_prepared_transactions)
+	shm0=$(psql_q -c "SELECT tenure.shared_memory_bytes()")
+	slots=$(psql_q -c "SELECT current_setting('max_connections')::int + current_setting('autovacuum_max_workers')::int + 1 +
+		current_setting('max_worker_processes')::int + current_setting('max_wal_senders')::int +
+		current_setting('max_prepared_transactions')::int")
+	scale_leases=$((scale_max + scale_few + 1024))
+	scale_locks=$(((scale_max + headroom + slots - 1) / slots))
+	[ "$scale_locks" -lt 64 ] && scale_locks=64
+	capacity=$((scale_locks * slots))
+	# Check of the rule: at max_locks_per_transaction = 64 (PostgreSQL's
+	# default), acquire leases one at a time until the lock table is full
+	probe=${SCALE_LOCK_PROBE:-$(dflt 1 0)}
+	probe_held= probe_err=
+	if [ "$probe" = 1 ]; then
+		probe_cap=$((64 * slots))
+		probe_n=$((probe_cap * 3))
+		echo "scale: lock table check: max_locks_per_transaction = 64 (rule: $probe_cap locks), acquiring up to $probe_n leases"
+		psql_q -c "ALTER SYSTEM SET tenure.max_leases = $((probe_n + 1024))" -c "ALTER SYSTEM SET max_locks_per_transaction = 64"
+		bench_cluster_restart
+		psql_q -c "SELECT count(*) FROM (SELECT tenure.create_lease('probe-' || i, '1 day', holdoff => '0')
+			FROM generate_series(1, $probe_n) i) s" >/dev/null
+		{
+			echo '\set VERBOSITY verbose'
+			seq "$probe_n" | awk '{printf "SELECT tenure.acquire('"'"'probe-%d'"'"', '"'"'h'"'"');\n", $1}'
+		} >"$dir/probe.sql"
+		chmod 644 "$dir/probe.sql"
+		kpid=$(bench_keeper_pid)
+		psql_q -f "$dir/probe.sql" >/dev/null 2>"$dir/probe.err" || true
+		# (with the table full, even pg_stat_activity cannot be read: it
+		# locks shared catalogs)
+		probe_held=$(bench_keeper_locks "$kpid")
+		probe_err=$(grep -m1 'ERROR' "$dir/probe.err" | sed 's/^.*ERROR: *//' || true)
+		echo "  the keeper held $probe_held locks when acquire failed: ${probe_err:-no error}"
+		cost probe_max_locks_per_transaction 64 locks
+		cost probe_rule_capacity "$probe_cap" locks
+		cost probe_tenures_held "$probe_held" locks
+		# a full lock table refuses even new sessions' catalog locks: the
+		# locks go with the keeper
+		bench_cluster_restart
+	fi
+
+	echo "scale: $scale_few and $scale_max live leases; restart with tenure.max_leases = $scale_leases, max_locks_per_transaction = $scale_locks"
+	psql_q -c "ALTER SYSTEM SET tenure.max_leases = $scale_leases" -c "ALTER SYSTEM SET max_locks_per_transaction = $scale_locks"
+	bench_cluster_restart
+	if [ "$probe" = 1 ]; then
+		psql_q -c "SELECT count(tenure.drop_lease('probe-' || i)) FROM generate_series(1, $probe_n) i" >/dev/null
+	fi
+	shm1=$(psql_q -c "SELECT tenure.shared_memory_bytes()")
+	per_slot=$(awk -v a="$shm0" -v b="$shm1" -v x="$max_leases0" -v y="$scale_leases" 'BEGIN {printf "%.1f", (b - a) / (y - x)}')
+	# the formula, larger setting first
+	if [ "$scale_leases" -gt "$max_leases0" ]; then
+		slot_formula="(shared_memory_bytes() at $scale_leases slots - at $max_leases0) / $((scale_leases - max_leases0))"
+	else
+		slot_formula="(shared_memory_bytes() at $max_leases0 slots - at $scale_leases) / $((max_leases0 - scale_leases))"
+	fi
+	cost max_leases_base "$max_leases0" slots
+	cost shared_memory_base "$shm0" bytes
+	cost max_leases_scale "$scale_leases" slots
+	cost shared_memory_scale "$shm1" bytes
+	cost shared_memory_per_slot "$per_slot" bytes
+	cost max_locks_per_transaction "$scale_locks" locks
+	cost lock_table_slots "$slots" backends
+	cost lock_table_capacity "$capacity" locks
+	echo "  shared memory: $shm0 bytes at $max_leases0 slots, $shm1 at $scale_leases: $per_slot bytes per slot"
+
+	timed() {
+		# timed SQL: milliseconds of the statement, by psql's \timing
+		psql_q -c '\timing on' -c "$1" | awk '/^Time: / {print $2}'
+	}
+	scale_tps() {
+		# scale_tps N PREFIX: leader_is and renew TPS, REPEATS x CLIENTS
+		local n=$1 p=$2 rep c op t
+		printf '\\set k random(1, %s)\nSELECT tenure.leader_is('"'"'%s'"'"' || :k, '"'"'h'"'"');\n' "$n" "$p" >"$dir/scale_leader_$n.sql"
+		printf '\\set k random(1, %s)\nSELECT tenure.renew('"'"'%s'"'"' || :k, '"'"'h'"'"');\n' "$n" "$p" >"$dir/scale_renew_$n.sql"
+		chmod 644 "$dir"/scale_*_"$n".sql
+		for rep in $(seq "$REPEATS"); do
+			for c in $CLIENTS; do
+				for op in leader renew; do
+					t=$(pgb "$c" "$DURATION" "" -f "$dir/scale_${op}_$n.sql" 2>&1 | tps_of)
+					[ -n "$t" ] || { echo "bench: scale $op $n with $c clients failed" >&2; exit 1; }
+					echo "$n,$c,$op,$rep,$t" >>"$out/scale_raw.csv"
+					printf '  %-6s leases=%-6s c=%s r=%s tps=%s\n' "$op" "$n" "$c" "$rep" "$t"
+				done
+			done
+		done
+	}
+	echo "leases,clients,op,repeat,tps" >"$out/scale_raw.csv"
+
+	# a few leases
+	psql_q -c "SELECT count(*) FROM (SELECT tenure.create_lease('few-' || i, '1 day', holdoff => '0'),
+		tenure.acquire('few-' || i, 'h') FROM generate_series(1, $scale_few) i) s" >/dev/null
+	live_few=$(bench_keeper_locks)
+	scale_tps "$scale_few" few-
+	psql_q -c "SELECT count(tenure.drop_lease('few-' || i)) FROM generate_series(1, $scale_few) i" >/dev/null
+	sleep 1
+	live_base=$(bench_keeper_locks)
+
+	# SCALE_MAX leases, created in one statement
+	ms_create=$(timed "SELECT count(*) FROM (SELECT tenure.create_lease('scale-' || i, '1 day', holdoff => '0')
+		FROM generate_series(1, $scale_max) i) s")
+	# acquired SCALE_ACQUIRE_BATCH per statement: a transaction's
+	# acquisitions cost more the more it has made
+	for ((lo = 1; lo <= scale_max; lo += acq_batch)); do
+		hi=$((lo + acq_batch - 1 < scale_max ? lo + acq_batch - 1 : scale_max))
+		echo "SELECT count(tenure.acquire('scale-' || i, 'h')) FROM generate_series($lo, $hi) i;"
+	done >"$dir/acquire.sql"
+	chmod 644 "$dir/acquire.sql"
+	psql_q -c '\timing on' -f "$dir/acquire.sql" | awk '/^Time: / {print $2}' >"$dir/acquire.ms"
+	ms_acquire=$(awk '{t += $1} END {printf "%.3f", t}' "$dir/acquire.ms")
+	ms_acq_first=$(head -1 "$dir/acquire.ms")
+	ms_acq_last=$(tail -1 "$dir/acquire.ms")
+	live_max=$(bench_keeper_locks)
+	echo "  created $scale_max leases in $ms_create ms, acquired them in $ms_acquire ms ($acq_batch per statement: first $ms_acq_first ms, last $ms_acq_last ms); keeper locks: $live_max"
+	cost leases "$scale_max" leases
+	cost create_one_statement "$ms_create" ms
+	cost acquire_batch "$acq_batch" leases
+	cost acquire_all_batches "$ms_acquire" ms
+	cost acquire_first_batch "$ms_acq_first" ms
+	cost acquire_last_batch "$ms_acq_last" ms
+	cost keeper_locks_few "$live_few" locks
+	cost keeper_locks_max "$live_max" locks
+	if [ "$live_max" -lt "$scale_max" ]; then
+		echo "bench: $scale_max leases acquired, but the keeper holds only $live_max locks" >&2
+		exit 1
+	fi
+	scale_tps "$scale_max" scale-
+
+	# the keeper's CPU with every lease held: idle, then with a slow renew
+	# loop over random leases
+	clk=$(getconf CLK_TCK)
+	kpid=$(bench_keeper_pid)
+	ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+	k0=$(ticks "$kpid")
+	sleep "$idle_s"
+	k1=$(ticks "$kpid")
+	pgb 1 "$idle_s" "" -R "$renew_rate" -f "$dir/scale_renew_$scale_max.sql" >/dev/null 2>&1 ||
+		{ echo "bench: scale renew loop failed" >&2; exit 1; }
+	k2=$(ticks "$kpid")
+	[ "$(bench_keeper_pid)" = "$kpid" ] || { echo "bench: the keeper restarted during the idle period" >&2; exit 1; }
+	idle_pct=$(awk -v t=$((k1 - k0)) -v c="$clk" -v s="$idle_s" 'BEGIN {printf "%.3f", 100 * t / c / s}')
+	renew_pct=$(awk -v t=$((k2 - k1)) -v c="$clk" -v s="$idle_s" 'BEGIN {printf "%.3f", 100 * t / c / s}')
+	echo "  keeper CPU, $scale_max leases held: idle $((k1 - k0)) ticks in $idle_s s ($idle_pct%), renewed at $renew_rate/s $((k2 - k1)) ticks ($renew_pct%)"
+	cost keeper_idle_seconds "$idle_s" s
+	cost clock_ticks_per_second "$clk" ticks
+	cost keeper_idle_ticks $((k1 - k0)) ticks
+	cost keeper_idle_cpu "$idle_pct" percent
+	cost keeper_renew_rate "$renew_rate" renewals/s
+	cost keeper_renew_ticks $((k2 - k1)) ticks
+	cost keeper_renew_cpu "$renew_pct" percent
+
+	# single calls, one statement (and transaction) each, with the leases live
+	seq "$scale_loop" | awk '{printf "SELECT tenure.create_lease('"'"'loop-%d'"'"', '"'"'1 day'"'"', holdoff => '"'"'0'"'"');\n", $1}' >"$dir/loop_create.sql"
+	seq "$scale_loop" | awk '{printf "SELECT tenure.drop_lease('"'"'loop-%d'"'"');\n", $1}' >"$dir/loop_drop.sql"
+	chmod 644 "$dir"/loop_*.sql
+	loop_us() {
+		# mean of psql's \timing over the calls: each its own round trip and commit
+		psql_q -c '\timing on' -f "$1" | awk '/^Time: / {t += $2; n++} END {printf "%.1f", t * 1000 / n}'
+	}
+	us_create_loop=$(loop_us "$dir/loop_create.sql")
+	us_drop_loop=$(loop_us "$dir/loop_drop.sql")
+	cost create_loop_calls "$scale_loop" calls
+	cost create_loop_per_call "$us_create_loop" us
+	cost drop_loop_per_call "$us_drop_loop" us
+
+	ms_drop=$(timed "SELECT count(tenure.drop_lease('scale-' || i)) FROM generate_series(1, $scale_max) i")
+	# the keeper lets the dropped tenures' locks go after the commit
+	t0=$(date +%s%N)
+	live_after=$(bench_keeper_locks)
+	live_drop=$live_after
+	for _ in $(seq 1200); do
+		[ "$live_after" -le "$live_base" ] && break
+		sleep 0.1
+		live_after=$(bench_keeper_locks)
+	done
+	ms_release=$((($(date +%s%N) - t0) / 1000000))
+	cost drop_one_statement "$ms_drop" ms
+	cost keeper_locks_right_after_drop "$live_drop" locks
+	cost keeper_locks_after_drop "$live_after" locks
+	cost keeper_release_after_drop "$ms_release" ms
+	echo "  single calls: create $us_create_loop us, drop $us_drop_loop us; dropped $scale_max in $ms_drop ms"
+	echo "  keeper locks: $live_drop right after the drop, $live_after after $ms_release ms (before the leases: $live_base)"
+	if [ "$live_after" -gt "$live_base" ]; then
+		echo "bench: the keeper still holds $live_after locks $ms_release ms after the leases were dropped" >&2
+	fi
+
+	echo "leases,clients,op,tps,ratio" >"$out/scale.csv"
 	for c in $CLIENTS; do
-		for n in $scale_sizes; do
-			tps() { awk -F, -v n="$1" -v c="$c" -v op="$2" '$1==n && $2==c && $3==op {print $4}' "$out/scale.csv"; }
-			l=$(tps "$n" leader); l0=$(tps "$first" leader)
-			r=$(tps "$n" renew); r0=$(tps "$first" renew)
-			printf '| %s | %s | %.0f | %.3f | %.0f | %.3f |\n' "$n" "$c" "$l" \
-				"$(awk -v a="$l" -v b="$l0" 'BEGIN {print a/b}')" "$r" \
-				"$(awk -v a="$r" -v b="$r0" 'BEGIN {print a/b}')"
+		for op in leader renew; do
+			f=$(awk -F, -v n="$scale_few" -v c="$c" -v op="$op" '$1==n && $2==c && $3==op {print $5}' "$out/scale_raw.csv" | bench_median)
+			for n in "$scale_few" "$scale_max"; do
+				m=$(awk -F, -v n="$n" -v c="$c" -v op="$op" '$1==n && $2==c && $3==op {print $5}' "$out/scale_raw.csv" | bench_median)
+				echo "$n,$c,$op,$m,$(awk -v a="$m" -v b="$f" 'BEGIN {printf "%.3f", a/b}')" >>"$out/scale.csv"
+			done
 		done
 	done
-	echo
-	echo "- shared memory: $shm bytes for tenure.max_leases = $maxl, $(( shm / maxl )) bytes per lease slot"
-	echo "- advisory locks held by the keeper: $locks (one per live tenure); the lock table here has room for $capacity locks"
-	echo "  (max_locks_per_transaction x (max_connections + autovacuum workers + 1 + max_worker_processes + max_wal_senders + max_prepared_transactions));"
-	echo "  with the default max_locks_per_transaction = 64 it would hold $(( capacity / 256 * 64 )), so 10,000 tenures need max_locks_per_transaction >= $(( (10000 + 1000) * 256 / capacity + 1 ))"
-} >"$out/extra.md"
+	sc() { awk -F, -v n="$1" -v c="$2" -v op="$3" '$1==n && $2==c && $3==op {print $'"$4"'}' "$out/scale.csv"; }
+	fmt() { awk -v x="$1" 'BEGIN {printf "%.0f", x}'; }
+	{
+		echo "## Scale: $scale_max live leases"
+		echo
+		echo "Every lease created (\`tenure.create_lease('scale-' || i, '1 day', holdoff => '0')\`), acquired by holder \`h\` and"
+		echo "held; each call picks one of them at random. $scale_few leases first, then $scale_max; median of $REPEATS runs of"
+		echo "$DURATION s (\`scale.csv\`, \`scale_raw.csv\`; every other figure below: \`scale_costs.csv\`)."
+		echo
+		echo "| clients | leader_is TPS, $scale_few leases | $scale_max leases | ratio | renew TPS, $scale_few leases | $scale_max leases | ratio |"
+		echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+		for c in $CLIENTS; do
+			echo "| $c | $(fmt "$(sc "$scale_few" "$c" leader 4)") | $(fmt "$(sc "$scale_max" "$c" leader 4)") | **$(sc "$scale_max" "$c" leader 5)** | $(fmt "$(sc "$scale_few" "$c" renew 4)") | $(fmt "$(sc "$scale_max" "$c" renew 4)") | **$(sc "$scale_max" "$c" renew 5)** |"
+		done
+		echo
+		echo "pgbench: \`pgbench -n -M prepared -c C -j J -T $DURATION -f scale_leader.sql\` (J = 1 for 1 client, else 2), the script"
+		echo "\`\\set k random(1, $scale_max)\` \`SELECT tenure.leader_is('scale-' || :k, 'h');\` (\`'few-'\` and $scale_few for the few);"
+		echo "\`scale_renew.sql\` calls \`tenure.renew('scale-' || :k, 'h')\`."
+		echo
+		echo "Settings for the scale run (the cluster restarted with them after the other sections):"
+		echo
+		echo "- \`tenure.max_leases = $scale_leases\` (>= the $scale_max leases, plus the few and the bench's own)."
+		echo "- \`max_locks_per_transaction = $scale_locks\`: the shared lock table holds max_locks_per_transaction x"
+		echo "  (max_connections + autovacuum_max_workers + 1 + max_worker_processes + max_wal_senders + max_prepared_transactions)"
+		echo "  = $scale_locks x $slots = $capacity locks; one per live tenure ($scale_max) plus $headroom for every other lock:"
+		echo "  ceil(($scale_max + $headroom) / $slots) = $scale_locks. The keeper held $live_max advisory locks with the"
+		echo "  $scale_max leases held ($live_few with $scale_few, $live_base before the $scale_max were created)."
+		if [ -n "$probe_held" ]; then
+			echo "- Check of the rule: at max_locks_per_transaction = 64 it gives 64 x $slots = $probe_cap locks; acquiring leases one"
+			echo "  at a time, the keeper held **$probe_held** locks ($(awk -v a="$probe_held" -v b="$probe_cap" 'BEGIN {printf "%.2f", a / b}') times the rule's figure) when acquire"
+			echo "  failed with \`${probe_err:-(no error up to $probe_n leases)}\`. The rule is the room PostgreSQL reserves"
+			echo "  for the table; the excess came out of shared memory's spare space, which other tables share: size by the rule."
+		fi
+		echo
+		echo "| cost | value |"
+		echo "| --- | ---: |"
+		echo "| shared memory per lease slot: $slot_formula | $per_slot bytes |"
+		echo "| shared_memory_bytes() at tenure.max_leases = $max_leases0 / $scale_leases | $shm0 / $shm1 bytes |"
+		echo "| create $scale_max leases: \`SELECT tenure.create_lease('scale-' \\|\\| i, ...) FROM generate_series(1, $scale_max) i\` | $ms_create ms ($(awk -v a="$ms_create" -v n="$scale_max" 'BEGIN {printf "%.1f", a * 1000 / n}') us per lease) |"
+		echo "| acquire them, $acq_batch per statement: \`SELECT tenure.acquire('scale-' \\|\\| i, 'h') FROM generate_series(lo, lo + $((acq_batch - 1))) i\` | $ms_acquire ms ($(awk -v a="$ms_acquire" -v n="$scale_max" 'BEGIN {printf "%.1f", a * 1000 / n}') us per lease; first statement $ms_acq_first ms, last $ms_acq_last ms) |"
+		echo "| drop them: \`SELECT tenure.drop_lease('scale-' \\|\\| i) FROM generate_series(1, $scale_max) i\` | $ms_drop ms ($(awk -v a="$ms_drop" -v n="$scale_max" 'BEGIN {printf "%.1f", a * 1000 / n}') us per lease) |"
+		echo "| create_lease, $scale_loop single calls (one statement and transaction each, timed by psql), $scale_max leases live | $us_create_loop us per call |"
+		echo "| drop_lease, $scale_loop single calls | $us_drop_loop us per call |"
+		echo "| the keeper lets the dropped leases' locks go: locks held right after the drop's commit / $ms_release ms later | $live_drop / $live_after (before: $live_base) |"
+		echo "| keeper CPU, $scale_max leases held, nothing running, $idle_s s (utime + stime from /proc/PID/stat, $clk ticks/s) | $((k1 - k0)) ticks: $idle_pct% of a core |"
+		echo "| keeper CPU, the same with \`tenure.renew\` of random leases at $renew_rate/s (\`pgbench -R $renew_rate\`), $idle_s s | $((k2 - k1)) ticks: $renew_pct% of a core |"
+		echo
+	} >"$parts/60_scale.md"
+	phase_done scale
+fi
 
-# medians, spread and ratios
+# ---------------------------------------------------------------- profile
+if want profile; then
+	echo "profile: bash bench/profile.sh (its own cluster)"
+	prof_env=(TENURE_SKIP_APT=1 TENURE_SKIP_INSTALL=1)
+	if [ -n "$smoke" ]; then
+		prof_env+=(PROFILE_SECONDS="${PROFILE_SECONDS:-2}" PROFILE_CLIENTS="${PROFILE_CLIENTS:-1}")
+	fi
+	rc=0
+	env "${prof_env[@]}" bash "$here/profile.sh" >"$out/profile.txt" 2>&1 || rc=$?
+	if [ "$rc" = 3 ]; then
+		echo "bench: perf cannot record on this machine: profile.txt has the TPS only" >&2
+	elif [ "$rc" != 0 ]; then
+		cat "$out/profile.txt" >&2
+		echo "bench: profile.sh failed" >&2
+		exit 1
+	fi
+	{
+		echo "## Profile: acquire + release"
+		echo
+		echo "\`bash bench/profile.sh\` (\`profile.txt\`): perf of the pgbench backends and the keeper running \`cycle.sql\`."
+		echo
+		echo '```'
+		sed -n '/^== summary/,$p' "$out/profile.txt" | tail -n +2
+		echo '```'
+		echo
+	} >"$parts/70_profile.md"
+	phase_done profile
+fi
+
+# ---------------------------------------------------------------- report
 summary=$out/latest.csv
-echo "scenario,clients,tps_median,tps_min,tps_max,wal_bytes_per_op,reference,ratio,description" >"$summary"
-for c in $CLIENTS; do
-	for s in "${scenarios[@]}"; do
-		IFS='|' read -r id ref script opts desc <<<"$s"
-		med() { awk -F, -v s="$1" -v c="$c" '$1==s && $2==c {print $4}' "$raw" | sort -g |
-			awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
-		m=$(med "$id")
-		r=$(med "$ref")
-		lo=$(awk -F, -v s="$id" -v c="$c" '$1==s && $2==c {print $4}' "$raw" | sort -g | head -1)
-		hi=$(awk -F, -v s="$id" -v c="$c" '$1==s && $2==c {print $4}' "$raw" | sort -g | tail -1)
-		wal=$(awk -F, -v s="$id" -v c="$c" '$1==s && $2==c {w+=$6; n+=$5} END {printf "%.1f", w/n}' "$raw")
-		ratio=$(awk -v a="$m" -v b="$r" 'BEGIN {printf "%.3f", a/b}')
-		echo "$id,$c,$m,$lo,$hi,$wal,$ref,$ratio,\"$desc\"" >>"$summary"
+if want scenarios; then
+	echo "scenario,clients,tps_median,tps_min,tps_max,wal_bytes_per_op,reference,ratio,interleaved_median,interleaved_min,interleaved_max,description" >"$summary"
+	for c in $CLIENTS; do
+		for s in "${scenarios[@]}"; do
+			IFS='|' read -r id ref script opts desc <<<"$s"
+			col() { awk -F, -v s="$1" -v c="$c" '$1==s && $2==c {print $4}' "$raw"; }
+			m=$(col "$id" | bench_median)
+			r=$(col "$ref" | bench_median)
+			lo=$(col "$id" | sort -g | head -1)
+			hi=$(col "$id" | sort -g | tail -1)
+			wal=$(awk -F, -v s="$id" -v c="$c" '$1==s && $2==c {w+=$6; n+=$5} END {printf "%.1f", w/n}' "$raw")
+			ratio=$(awk -v a="$m" -v b="$r" 'BEGIN {printf "%.3f", a/b}')
+			read -r im ilo ihi <<<"$(ilv_stats "$id" "$c")"
+			echo "$id,$c,$m,$lo,$hi,$wal,$ref,$ratio,$im,$ilo,$ihi,\"$desc\"" >>"$summary"
+		done
 	done
-done
+fi
 
+phase_done report
+total=$(($(date +%s) - t_start))
 pgver=$(psql_q -c "SELECT version()")
 cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
 mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)
@@ -351,40 +724,48 @@ mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)
 	echo "# pg_tenure benchmark results"
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "- command: \`bash bench/run.sh${smoke:+ --smoke}\` (DURATION=$DURATION REPEATS=$REPEATS CLIENTS=\"$CLIENTS\")"
+	echo "- command: \`bash bench/run.sh${smoke:+ --smoke}\` (DURATION=$DURATION REPEATS=$REPEATS CLIENTS=\"$CLIENTS\"; SECTIONS=\"$SECTIONS\")"
+	echo "- duration: $((total / 60)) min $((total % 60)) s ($(printf '%s, ' "${timings[@]}" | sed 's/, $//'))"
 	echo "- machine: $(nproc) cores, $cpu, $mem"
 	echo "- server: $pgver"
-	echo "- settings: shared_buffers 256MB, synchronous_commit off, tenure.max_leases 20000, max_locks_per_transaction 256"
-	echo "- pgbench: -M prepared -T $DURATION, -j 2 for 8 clients; median of $REPEATS runs (min..max)"
+	echo "- settings: $(bench_settings_line)$(want scale && echo "; the scale section restarts with its own, below")"
+	if [ -n "$fsync_ops" ]; then
+		echo "- disk flush (\`pg_test_fsync -s $fsync_s\`, one 8 kB write per flush, on the cluster's file system; \`fsync.txt\`):"
+		echo "  $fsync_method (the wal_sync_method in use) **$fsync_ops ops/sec, $fsync_us usecs/op**"
+	fi
+	if want scenarios; then
+		echo "- pgbench: -M prepared -T $DURATION, -j 2 for 8 clients; median of $REPEATS runs (min..max)$(want interleaved &&
+			echo "; interleaved ratio: median of $mixes runs (min..max), see below")"
+		echo
+		echo "| scenario | clients | TPS median (min..max) | WAL B/op | ratio | interleaved ratio (min..max) | against |"
+		echo "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
+		tail -n +2 "$summary" | while IFS=, read -r id c m lo hi wal ref ratio im ilo ihi desc; do
+			desc=${desc#\"}
+			desc=${desc%\"}
+			iv=
+			[ -n "$im" ] && iv=$(printf '%.3f (%.3f..%.3f)' "$im" "$ilo" "$ihi")
+			printf '| %s | %s | %.0f (%.0f..%.0f) | %s | %s | %s | %s |\n' "$desc" "$c" "$m" "$lo" "$hi" "$wal" "$ratio" "$iv" "$ref"
+		done
+	fi
 	echo
-	echo "| scenario | clients | TPS median (min..max) | WAL B/op | ratio | against |"
-	echo "| --- | ---: | ---: | ---: | ---: | --- |"
-	tail -n +2 "$summary" | while IFS=, read -r id c m lo hi wal ref ratio desc; do
-		desc=${desc#\"}
-		desc=${desc%\"}
-		printf '| %s | %s | %.0f (%.0f..%.0f) | %s | %s | %s |\n' "$desc" "$c" "$m" "$lo" "$hi" "$wal" "$ratio" "$ref"
+	for p in "$parts"/*.md; do
+		[ -f "$p" ] && cat "$p"
 	done
-	[ -f "$out/extra.md" ] && cat "$out/extra.md"
 } >"$out/latest.md"
 
-if command -v gnuplot >/dev/null; then
-	awk -F, 'NR>1 && $2==8 {print $1, $8}' "$summary" >"$out/chart.dat"
-	gnuplot <<EOF
-set terminal pngcairo size 1000,500 noenhanced
-set output '$out/latest.png'
-set title 'pg_tenure: TPS ratio against the reference, 8 clients (higher is better)'
-set style data histograms
-set style fill solid 0.8
-set boxwidth 0.8
-set xtics rotate by -35
-set yrange [0:*]
-set grid ytics
-plot '$out/chart.dat' using 2:xtic(1) notitle
-EOF
-	rm -f "$out/chart.dat"
+# the chart: latest.png from latest.csv
+if want scenarios && command -v gnuplot >/dev/null; then
+	bash "$here/chart.sh" "$out"
+fi
+
+# superseded by interleaved.csv and the fragments above
+if [ "$out" = "$here/results" ]; then
+	rm -f "$out/fenced_mixed.csv" "$out/extra.md"
 fi
 
 cat "$out/latest.md"
-if [ -n "$smoke" ]; then
+if [ -z "$keep" ]; then
 	rm -rf "$out"
+else
+	echo "results: $out"
 fi
