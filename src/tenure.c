@@ -154,7 +154,7 @@ _PG_init(void)
 							 "Every transaction that sends a notification commits under one lock of the whole cluster: turn it off where nobody listens.",
 							 &tenure_notify_enabled,
 							 true,
-							 PGC_USERSET,
+							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
 

@@ -143,6 +143,12 @@ my ($n_delta) = next_notifications(1);
 check_notification($n_delta, 'claimed', 'delta', $e6,
 	'with tenure.notify off nothing was sent; the claim after RESET was');
 
+# only a superuser turns it off: listeners rely on every writer's setting
+my ($ret, $out, $err) = $node->psql('postgres',
+	q{CREATE ROLE notify_user; SET ROLE notify_user; SET tenure.notify = off});
+like($err, qr/permission denied to set parameter "tenure\.notify"/,
+	'a role without superuser cannot turn tenure.notify off');
+
 $listener->quit;
 $notifier->quit;
 $node->stop;
