@@ -101,6 +101,7 @@ scenarios=(
 	"renew|select1|renew.sql||renew: tenure.renew, a lease per client"
 	"renew_row|select1|renew_row.sql||renew today: UPDATE of a lease row"
 	"cycle|cycle_advisory|cycle.sql||acquire + release: tenure.acquire / tenure.release"
+	"cycle_quiet|cycle_advisory|cycle.sql|-c tenure.notify=off|acquire + release with tenure.notify = off (no NOTIFY, whose commit lock is cluster-wide)"
 	"cycle_advisory|cycle_advisory|cycle_advisory.sql||acquire + release today: pg_try_advisory_lock / pg_advisory_unlock"
 	"insert_plain|insert_plain|insert_plain.sql||INSERT into a plain table (reference)"
 	"insert_trigger|insert_plain|insert_trigger.sql|-c app.epoch=$epoch|fenced INSERT today: PL/pgSQL trigger vs epoch row (not linearizable)"
