@@ -23,8 +23,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-. "$top/test/pg_major.sh"
-BENCH_USER=${BENCH_USER:-tenure}
+. "$here/lib.sh"
 TRIALS=${TRIALS:-5}
 RESULTS=${RESULTS:-ha}
 out=$here/results
@@ -35,24 +34,8 @@ if [ "${1:-}" = --smoke ]; then
 fi
 export TTL_MS=${TTL_MS:-2000} RETRY_MS=${RETRY_MS:-100}
 
-if [ "$(id -u)" != 0 ]; then
-	echo "bench/ha.sh: run as root" >&2
-	exit 2
-fi
-if [ -z "${TENURE_SKIP_APT:-}" ]; then
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential \
-		postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR \
-		postgresql-$PG_MAJOR-auto-failover pg-auto-failover-cli python3-psycopg >/dev/null
-fi
-id "$BENCH_USER" >/dev/null 2>&1 || useradd -m "$BENCH_USER"
-if [ -z "${TENURE_SKIP_INSTALL:-}" ]; then
-	build=$(mktemp -d /tmp/pg_tenure-ha-build.XXXXXX)
-	cp -a "$top"/. "$build"/
-	make -s -C "$build" PG_CONFIG=$PG_CONFIG with_llvm=no clean >/dev/null
-	make -s -C "$build" PG_CONFIG=$PG_CONFIG with_llvm=no install >/dev/null
-	rm -rf "$build"
-fi
+bench_require_root
+bench_prepare postgresql-$PG_MAJOR-auto-failover pg-auto-failover-cli python3-psycopg
 
 # the user runs the driver from a copy: the checkout may sit where it
 # cannot read (under /root)

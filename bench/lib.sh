@@ -1,5 +1,6 @@
-# Sourced by bench/run.sh and bench/profile.sh: the packages, the build and
-# the throwaway cluster they share, so that both measure the same settings.
+# Sourced by bench/run.sh, bench/profile.sh and bench/ha.sh: the packages,
+# the build and the throwaway cluster they share, so that they measure the
+# same settings (ha.sh uses the packages and the build only).
 # Expects $here (bench/) and $top (the checkout).
 
 . "$top/test/pg_major.sh"

@@ -25,7 +25,6 @@
 
 #include "access/htup_details.h"
 #include "access/xlog.h"
-#include "common/int.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
