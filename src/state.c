@@ -48,7 +48,9 @@
  * lock_no_memory, and clear lock_wanted when a lock cannot be had.  A new
  * reservation or tenure clears lock_failed; rebuilding an entry
  * (tenure_state_load) keeps lock_held and held_tag and queues the entry,
- * so that the keeper lets an earlier lease's lock go.
+ * so that the keeper lets an earlier lease's lock go.  A lock that no
+ * tenure wants any more may linger (TENURE_LOCK_LINGER_US): the next
+ * tenure of the lease finds it held and needs no word to the keeper.
  *
  * Entries and slots (tenure_enter_entry): an entry is built from the
  * lease's latest committed row, never from an older snapshot, and an entry
@@ -169,10 +171,32 @@ typedef struct TenureLease
 	bool		lock_no_memory; /* ... because the lock table is full */
 	bool		lock_held;		/* keeper: held, with held_tag */
 	LOCKTAG		held_tag;
+	int64		lock_linger_mono;	/* a lock no tenure wants any more may be
+									 * kept until then (see tenure_end()) */
+	bool		keeper_queued;	/* in the keeper's queue */
 } TenureLease;
 
+/*
+ * How long the keeper keeps the advisory lock of a lease without lock_key
+ * after its tenure ended: a lease taken again within that time (the next
+ * job of a worker, a waiting candidate) finds its lock held and starts
+ * without a round trip to the keeper.  The lock's tag is private to
+ * pg_tenure, so nobody else can want it meanwhile.  A lease with lock_key
+ * lets go at once: applications' own pg_try_advisory_lock(lock_key) waits
+ * for that.
+ */
+#define TENURE_LOCK_LINGER_US	((int64) USECS_PER_SEC)
+
+/*
+ * At most this many locks linger at once, so that they never take more of
+ * the shared lock table than the README's sizing rule leaves spare; beyond
+ * it, and for a lock nobody wanted in the end (an acquisition that rolled
+ * back), the keeper lets go at once.
+ */
+#define TENURE_LOCK_LINGER_MAX	64
+
 /* length of the keeper's work queue; more work makes it scan every entry */
-#define TENURE_KEEPER_QUEUE	256
+#define TENURE_KEEPER_QUEUE	1024
 
 typedef struct TenureShared
 {
@@ -194,6 +218,10 @@ typedef struct TenureShared
 	 * again.
 	 */
 	bool		keeper_scan;
+	bool		keeper_urgent;	/* queued work that must not wait */
+	bool		keeper_let_go;	/* let go of lingering locks now */
+	int			keeper_nlinger; /* lingering locks, at most (see
+								 * TENURE_LOCK_LINGER_MAX) */
 	int64		keeper_due_mono;
 	int64		keeper_sleep_until; /* when the keeper means to look again */
 	bool		keeper_wake;	/* ... which is too late: wake it */
@@ -247,16 +275,46 @@ tenure_renew_to(TenureLease *lease, int64 now)
 /*
  * Tell the keeper that the lease's advisory lock may have to be taken or
  * let go: queue it for the next pass, or make that pass look at every
- * entry when the queue is full.
+ * entry when the queue is full.  Work that must be done now (a lock
+ * wanted, or one to let go at once) wakes the keeper when the caller
+ * releases the LWLock (tenure_state_end_update(), tenure_changed());
+ * a lingering lock only needs the keeper back by lock_linger_mono.
  */
 static void
-tenure_keeper_notice(const TenureLease *lease)
+tenure_keeper_notice(TenureLease *lease)
 {
 	AssertLockedExclusive();
-	if (tenure_shared->keeper_nqueued < TENURE_KEEPER_QUEUE)
-		tenure_shared->keeper_queue[tenure_shared->keeper_nqueued++] = lease->key;
-	else
-		tenure_shared->keeper_scan = true;
+	if (!lease->keeper_queued)
+	{
+		if (tenure_shared->keeper_nqueued < TENURE_KEEPER_QUEUE)
+		{
+			tenure_shared->keeper_queue[tenure_shared->keeper_nqueued++] = lease->key;
+			lease->keeper_queued = true;
+		}
+		else
+			tenure_shared->keeper_scan = true;
+	}
+	if (!lease->lock_wanted && lease->lock_held &&
+		lease->lock_linger_mono != 0 &&
+		++tenure_shared->keeper_nlinger > TENURE_LOCK_LINGER_MAX)
+		lease->lock_linger_mono = 0;	/* too many linger: it goes now */
+	if (lease->lock_wanted || lease->lock_linger_mono == 0 ||
+		!lease->lock_held)
+		tenure_shared->keeper_urgent = true;
+	else if (lease->lock_linger_mono < tenure_shared->keeper_sleep_until)
+		tenure_shared->keeper_wake = true;
+}
+
+/*
+ * When the keeper may let go of the lease's lock once no tenure wants it:
+ * after TENURE_LOCK_LINGER_US, or at once for a lease with lock_key or
+ * one that was dropped.  Called where lock_wanted is cleared.
+ */
+static void
+tenure_linger(TenureLease *lease, int64 now)
+{
+	lease->lock_linger_mono = (lease->has_lock_key || lease->dropped) ? 0 :
+		now + TENURE_LOCK_LINGER_US;
 }
 
 /*
@@ -714,6 +772,7 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 	lease->holder_pid = 0;
 	lease->holder_start = 0;
 	lease->lock_wanted = false;
+	tenure_linger(lease, now);
 	tenure_keeper_notice(lease);
 }
 
@@ -738,6 +797,7 @@ tenure_unreserve(TenureLease *lease)
 	lease->pending_xid = InvalidTransactionId;
 	lease->committing = false;
 	lease->lock_wanted = false;
+	lease->lock_linger_mono = 0;	/* no tenure came of it */
 	tenure_keeper_notice(lease);
 }
 
@@ -1078,6 +1138,9 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 	lease = tenure_enter_entry(key, now, &found, &soon);
 	if (lease == NULL)
 	{
+		/* a slot is free once the keeper lets go of a lingering lock */
+		if (soon)
+			tenure_shared->keeper_let_go = true;
 		LWLockRelease(tenure_shared->lock);
 		return soon ? TENURE_LOAD_SOON : TENURE_LOAD_FULL;
 	}
@@ -1200,6 +1263,7 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 	int64		now = tenure_mono_now();
 	TenureReserveResult result;
 	bool		ended = false;
+	bool		wake = false;
 
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
 	lease = tenure_find(key);
@@ -1274,12 +1338,17 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 			lease->active_mono = Max(now, lease->pred_expiry_mono);
 		lease->lock_wanted = true;
 		lease->lock_failed = false;
-		tenure_keeper_notice(lease);
+		/* a lock the keeper still holds from the last tenure will do */
+		if (!tenure_lease_tag_held(lease))
+		{
+			tenure_keeper_notice(lease);
+			wake = true;
+		}
 		result = TENURE_RESERVE_RESERVED;
 	}
 	LWLockRelease(tenure_shared->lock);
 
-	if (result == TENURE_RESERVE_RESERVED)
+	if (wake)
 		tenure_wake_keeper();
 	if (ended)
 		tenure_changed(false);
@@ -1391,7 +1460,7 @@ tenure_state_begin_update(void)
 void
 tenure_state_end_update(bool changed)
 {
-	bool		keeper_work = tenure_shared->keeper_nqueued > 0 ||
+	bool		keeper_work = tenure_shared->keeper_urgent ||
 		tenure_shared->keeper_scan || tenure_shared->keeper_wake;
 
 	LWLockRelease(tenure_shared->lock);
@@ -1519,6 +1588,10 @@ tenure_state_publish_drop(const TenureKey *key, int64 lease_id, int64 now)
 	else if (lease->state == TENURE_PENDING)
 		tenure_unreserve(lease);
 	lease->dropped = true;
+	/* its lock goes at once */
+	lease->lock_linger_mono = 0;
+	if (lease->lock_held)
+		tenure_keeper_notice(lease);
 }
 
 /*
@@ -1546,6 +1619,10 @@ tenure_state_drop_database(Oid dbid, int64 now)
 		/* the history went with the extension, or there is none to write */
 		lease->ended_reason = TENURE_END_NONE;
 		lease->dropped = true;
+		/* its lock goes at once */
+		lease->lock_linger_mono = 0;
+		if (lease->lock_held)
+			tenure_keeper_notice(lease);
 	}
 }
 
@@ -1680,20 +1757,112 @@ tenure_lock_table_full(void)
 }
 
 /*
- * The keeper's work on one entry: end its tenure if it expired, let go of
- * a lock nobody wants (or that belongs to an earlier lease of the name),
- * take a wanted one.  A tenure whose lock a foreign session took while no
- * keeper ran is revoked and noted in revoked[] (up to maxrevoked; *nrevoked
- * counts all).  Returns whether anything changed.
+ * Whether the shared lock table is nearly full, found out once per pass of
+ * the keeper: then no lock lingers, since backends need room too (a COMMIT
+ * takes a fence lock and NOTIFY's lock, for one).  It has room while
+ * TENURE_LOCK_ROOM locks on tags nobody else uses can be had.
+ */
+#define TENURE_LOCK_ROOM	8
+
+static int	tenure_pass_tight = -1; /* -1: not known yet in this pass */
+static bool tenure_pass_took = false;	/* the pass took a lock */
+
+static bool
+tenure_lock_table_tight(void)
+{
+	LOCKTAG		probe[TENURE_LOCK_ROOM];
+	int			n;
+	int			i;
+
+	if (tenure_pass_tight >= 0)
+		return tenure_pass_tight;
+	for (n = 0; n < TENURE_LOCK_ROOM; n++)
+	{
+		SET_LOCKTAG_ADVISORY(probe[n], InvalidOid, (uint32) n,
+							 (uint32) MyProcPid, TENURE_PROBE_LOCK_FIELD4);
+		if (tenure_lock_try(&probe[n], ExclusiveLock, true) == LOCKACQUIRE_NOT_AVAIL)
+			break;
+	}
+	for (i = 0; i < n; i++)
+		LockRelease(&probe[i], ExclusiveLock, true);
+	tenure_pass_tight = (n < TENURE_LOCK_ROOM);
+	return tenure_pass_tight;
+}
+
+/*
+ * Let go of the lease's lock now; the keeper's.
+ */
+static void
+tenure_keeper_let_go(TenureLease *lease)
+{
+	AssertLockedExclusive();
+	LockRelease(&lease->held_tag, ExclusiveLock, true);
+	lease->lock_held = false;
+}
+
+/*
+ * Let go of every lock that no tenure wants, lingering or not: the shared
+ * lock table is full, and a wanted lock needs the room.  Returns whether
+ * there was any.
  */
 static bool
-tenure_keeper_tend(TenureLease *lease, int64 now, TenureRevoked *revoked,
-				   int maxrevoked, int *nrevoked)
+tenure_keeper_let_go_all(void)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	bool		any = false;
+
+	AssertLockedExclusive();
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		if (lease->lock_held && !lease->lock_wanted)
+		{
+			tenure_keeper_let_go(lease);
+			any = true;
+		}
+	}
+	return any;
+}
+
+/*
+ * Queue an entry again for a later pass of the keeper: it keeps a lock
+ * that lingers (see TENURE_LOCK_LINGER_US).
+ */
+static void
+tenure_keeper_requeue(TenureLease *lease)
+{
+	AssertLockedExclusive();
+	if (lease->keeper_queued)
+		return;
+	if (tenure_shared->keeper_nqueued < TENURE_KEEPER_QUEUE)
+	{
+		tenure_shared->keeper_queue[tenure_shared->keeper_nqueued++] = lease->key;
+		lease->keeper_queued = true;
+	}
+	else
+		tenure_shared->keeper_scan = true;
+}
+
+/*
+ * The keeper's work on one entry: end its tenure if it expired, let go of
+ * a lock nobody wants (or that belongs to an earlier lease of the name)
+ * unless it may still linger (let_go: not even then), take a wanted one.
+ * A tenure whose lock a foreign session took while no keeper ran is
+ * revoked and noted in revoked[] (up to maxrevoked; *nrevoked counts all).
+ * Sets *linger to when a lingering lock may go (0 if none).  Returns
+ * whether anything changed.
+ */
+static bool
+tenure_keeper_tend(TenureLease *lease, int64 now, bool let_go,
+				   TenureRevoked *revoked, int maxrevoked, int *nrevoked,
+				   int64 *linger)
 {
 	LOCKTAG		tag;
 	bool		changed = false;
 
 	AssertLockedExclusive();
+	*linger = 0;
 	if (lease->state == TENURE_HELD && now >= tenure_expiry(lease))
 	{
 		tenure_end(lease, TENURE_END_EXPIRED, now);
@@ -1702,20 +1871,40 @@ tenure_keeper_tend(TenureLease *lease, int64 now, TenureRevoked *revoked,
 
 	tenure_lease_tag(lease, &tag);
 
-	if (lease->lock_held &&
-		(!lease->lock_wanted || !tenure_lease_tag_held(lease)))
+	if (lease->lock_held && !tenure_lease_tag_held(lease))
 	{
-		LockRelease(&lease->held_tag, ExclusiveLock, true);
-		lease->lock_held = false;
+		/* an earlier lease's of the name */
+		tenure_keeper_let_go(lease);
 		changed = true;
+	}
+	else if (lease->lock_held && !lease->lock_wanted)
+	{
+		if (!let_go && now < lease->lock_linger_mono &&
+			tenure_shared->keeper_nlinger < TENURE_LOCK_LINGER_MAX &&
+			!tenure_lock_table_tight())
+		{
+			*linger = lease->lock_linger_mono;
+			tenure_shared->keeper_nlinger++;
+		}
+		else
+		{
+			tenure_keeper_let_go(lease);
+			changed = true;
+		}
 	}
 
 	if (lease->lock_wanted && !lease->lock_held && !lease->lock_failed)
 	{
-		if (tenure_lock_try(&tag, ExclusiveLock, true) != LOCKACQUIRE_NOT_AVAIL)
+		LockAcquireResult r = tenure_lock_try(&tag, ExclusiveLock, true);
+
+		/* a full lock table: first make room from locks nobody wants */
+		if (r == LOCKACQUIRE_NOT_AVAIL && tenure_keeper_let_go_all())
+			r = tenure_lock_try(&tag, ExclusiveLock, true);
+		if (r != LOCKACQUIRE_NOT_AVAIL)
 		{
 			lease->lock_held = true;
 			lease->held_tag = tag;
+			tenure_pass_took = true;
 		}
 		else if (lease->state == TENURE_HELD)
 		{
@@ -1742,55 +1931,98 @@ tenure_keeper_tend(TenureLease *lease, int64 now, TenureRevoked *revoked,
 /*
  * One pass of the keeper (see tenure_keeper_tend() for its work on an
  * entry).  It looks only at the entries backends queued for it, unless
- * the queue overflowed, the keeper just started, or a held tenure may
- * have expired (keeper_due_mono): then it looks at every entry and finds
- * the next earliest expiry.  So an idle keeper costs nothing per lease,
- * and one acquisition costs it one entry, however many leases there are.
- * Returns when the keeper must look again at the latest: the earlier of
- * "next" and keeper_due_mono.  (Entries of dropped leases stay until
- * their slot is needed: they remember the name's latest epoch.)
+ * the queue overflowed, the keeper just started, a held tenure may have
+ * expired (keeper_due_mono), or a backend needs a slot that a lingering
+ * lock keeps (keeper_let_go): then it looks at every entry and finds the
+ * next earliest expiry.  So an idle keeper costs nothing per lease, and
+ * one acquisition costs it one entry, however many leases there are.
+ * Entries whose lock lingers stay queued.  Returns when the keeper must
+ * look again at the latest: the earliest of "next", keeper_due_mono and
+ * the lingering locks' ends.  (Entries of dropped leases stay until their
+ * slot is needed: they remember the name's latest epoch.)
  */
 int64
 tenure_state_keeper_pass(int64 now, int64 next, TenureRevoked *revoked,
 						 int maxrevoked, int *nrevoked)
 {
+	static TenureKey work[TENURE_KEEPER_QUEUE];
 	TenureLease *lease;
 	bool		changed = false;
+	bool		let_go;
+	int64		linger;
+	int64		linger_next = PG_INT64_MAX;
 
 	*nrevoked = 0;
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	if (tenure_shared->keeper_scan || now >= tenure_shared->keeper_due_mono)
+	let_go = tenure_shared->keeper_let_go;
+	tenure_shared->keeper_let_go = false;
+	tenure_shared->keeper_urgent = false;
+	/* counted again: the locks this pass keeps */
+	tenure_shared->keeper_nlinger = 0;
+	tenure_pass_tight = -1;
+	tenure_pass_took = false;
+	if (tenure_shared->keeper_scan || let_go ||
+		now >= tenure_shared->keeper_due_mono)
 	{
 		HASH_SEQ_STATUS scan;
 		int64		due = PG_INT64_MAX;
 
+		/* the queue's entries are all looked at below */
+		tenure_shared->keeper_nqueued = 0;
+		tenure_shared->keeper_scan = false;
 		hash_seq_init(&scan, tenure_leases);
 		while ((lease = hash_seq_search(&scan)) != NULL)
 		{
-			changed |= tenure_keeper_tend(lease, now, revoked, maxrevoked,
-										  nrevoked);
+			lease->keeper_queued = false;
+			changed |= tenure_keeper_tend(lease, now, let_go, revoked,
+										  maxrevoked, nrevoked, &linger);
 			if (lease->state == TENURE_HELD)
 				due = Min(due, tenure_expiry(lease));
+			if (linger != 0)
+			{
+				tenure_keeper_requeue(lease);
+				linger_next = Min(linger_next, linger);
+			}
 		}
 		tenure_shared->keeper_due_mono = due;
-		tenure_shared->keeper_scan = false;
 	}
 	else
 	{
+		int			nwork = tenure_shared->keeper_nqueued;
 		int			i;
 
-		/* (ending an expired tenure queues its entry again: harmless) */
-		for (i = 0; i < tenure_shared->keeper_nqueued; i++)
+		/* entries whose lock lingers go back into the queue */
+		memcpy(work, tenure_shared->keeper_queue, nwork * sizeof(TenureKey));
+		tenure_shared->keeper_nqueued = 0;
+		for (i = 0; i < nwork; i++)
 		{
-			lease = tenure_find(&tenure_shared->keeper_queue[i]);
-			if (lease != NULL)
-				changed |= tenure_keeper_tend(lease, now, revoked, maxrevoked,
-											  nrevoked);
+			lease = tenure_find(&work[i]);
+			if (lease == NULL)
+				continue;
+			lease->keeper_queued = false;
+			changed |= tenure_keeper_tend(lease, now, false, revoked,
+										  maxrevoked, nrevoked, &linger);
+			if (linger != 0)
+			{
+				tenure_keeper_requeue(lease);
+				linger_next = Min(linger_next, linger);
+			}
 		}
 	}
-	/* whatever this pass queued, it has just done */
-	tenure_shared->keeper_nqueued = 0;
+	/* locks taken after others were kept lingering may have filled it */
+	if (tenure_pass_took && tenure_shared->keeper_nlinger > 0)
+	{
+		tenure_pass_tight = -1;
+		if (tenure_lock_table_tight() && tenure_keeper_let_go_all())
+		{
+			tenure_shared->keeper_nlinger = 0;
+			changed = true;
+		}
+	}
+	/* work queued during this pass (an expiry's) is not urgent: it was done */
+	tenure_shared->keeper_urgent = false;
 	next = Min(next, tenure_shared->keeper_due_mono);
+	next = Min(next, linger_next);
 	tenure_shared->keeper_sleep_until = next;
 	tenure_shared->keeper_wake = false;
 	LWLockRelease(tenure_shared->lock);

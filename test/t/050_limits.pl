@@ -171,6 +171,30 @@ is( $small->safe_psql(
 	'the failed acquisition left no tenure behind');
 is($small->safe_psql('postgres', "SELECT tenure.leader_is('m1', 'h')"),
 	't', 'earlier tenures still lead');
+
+# The keeper keeps the lock of a released lease for a moment (a lease taken
+# again soon needs no round trip to it).  In a full lock table, those locks
+# make room for new tenures at once: release five leases and acquire five
+# others right away, each in its own transaction.
+$small->safe_psql('postgres',
+	"SELECT tenure.create_lease('n' || i, '10 min', '0') FROM generate_series(1, 5) i");
+($ret, $stdout, $stderr) = $small->psql(
+	'postgres', q{
+SELECT tenure.release('m' || i, 'h') FROM generate_series(1, 5) i;
+DO $$
+BEGIN
+	FOR i IN 1..5 LOOP
+		PERFORM tenure.acquire('n' || i, 'h');
+		COMMIT;
+	END LOOP;
+END
+$$;
+});
+is($stderr, '', 'locks of released leases make room for new tenures in a full lock table');
+is( $small->safe_psql(
+		'postgres',
+		"SELECT count(*) FROM tenure.leases WHERE lease LIKE 'n_' AND holder = 'h'"),
+	'5', 'the five new leases are held');
 $small->stop;
 
 done_testing();
