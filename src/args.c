@@ -16,7 +16,6 @@
 
 #include "common/int.h"
 #include "fmgr.h"
-#include "parser/scansup.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -47,7 +46,7 @@ tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *argname,
 	tenure_arg_not_null(fcinfo, argno, argname);
 	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 	len = strlen(s);
-	if (len == 0 || len > maxlen)
+	if (tenure_name_check(s, len, maxlen, false) != TENURE_NAME_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"%s\" must be between 1 and %d bytes long",
@@ -59,25 +58,36 @@ tenure_arg_text(FunctionCallInfo fcinfo, int argno, const char *argname,
 }
 
 /*
- * Validate a lease name argument: 1 to TENURE_NAME_MAX bytes, and neither
- * "," nor "=", which separate tokens in tenure.tokens.
+ * Validate a lease name argument: 1 to TENURE_NAME_MAX bytes, neither ","
+ * nor "=", which separate tokens in tenure.tokens, and no blank at either
+ * end (the rules are tokens.c's, which the setting's parser applies too).
  */
 char *
 tenure_arg_lease(FunctionCallInfo fcinfo, int argno)
 {
 	char	   *s = tenure_arg_text(fcinfo, argno, "lease", TENURE_NAME_MAX);
 
-	if (strpbrk(s, ",=") != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease name \"%s\" contains \",\" or \"=\"", s),
-				 errdetail("Lease names appear in tenure.tokens, where these characters separate tokens.")));
-	/* tenure.tokens ignores blanks around names: " a" would count for "a" */
-	if (scanner_isspace(s[0]) || scanner_isspace(s[strlen(s) - 1]))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lease name \"%s\" begins or ends with white space", s),
-				 errdetail("Lease names appear in tenure.tokens, which ignores white space around them.")));
+	switch (tenure_name_check(s, strlen(s), TENURE_NAME_MAX, true))
+	{
+		case TENURE_NAME_OK:
+			break;
+		case TENURE_NAME_BAD_LENGTH:
+			Assert(false);		/* tenure_arg_text() checked */
+			break;
+		case TENURE_NAME_SEPARATOR:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lease name \"%s\" contains \",\" or \"=\"", s),
+					 errdetail("Lease names appear in tenure.tokens, where these characters separate tokens.")));
+			break;
+		case TENURE_NAME_BLANK_END:
+			/* tenure.tokens ignores blanks around names: " a" would count for "a" */
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lease name \"%s\" begins or ends with white space", s),
+					 errdetail("Lease names appear in tenure.tokens, which ignores white space around them.")));
+			break;
+	}
 	return s;
 }
 

@@ -57,7 +57,6 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
-#include "parser/scansup.h"
 #include "replication/logicalworker.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -72,32 +71,6 @@
 
 PG_FUNCTION_INFO_V1(tenure_fence_trigger);
 PG_FUNCTION_INFO_V1(tenure_present);
-
-/*
- * Bounds of tenure.tokens: a value longer than this, or with more tokens,
- * is rejected when it is set, so that parsing it, and looking tokens up in
- * it, stays cheap whoever sets it (ALTER ROLE ... SET included).
- */
-#define TENURE_TOKENS_MAX_BYTES		65536
-#define TENURE_TOKENS_MAX_COUNT		1000
-
-/* One presented token. */
-typedef struct TenureToken
-{
-	char		lease[TENURE_NAME_MAX + 1];
-	int64		epoch;
-} TenureToken;
-
-/*
- * Parsed value of tenure.tokens, kept as the setting's "extra": the tokens
- * sorted by lease name, so that duplicates are found, and a lease's token
- * is looked up, by binary search.
- */
-typedef struct TenureTokens
-{
-	int			count;
-	TenureToken items[FLEXIBLE_ARRAY_MEMBER];
-} TenureTokens;
 
 /* A lease whose fence this transaction must pass or hold at commit. */
 typedef struct TenureFenceUse
@@ -147,59 +120,24 @@ static uint64 tenure_fence_rels_resets = 0;
 static Oid	tenure_fence_rel(int n);
 
 /*
- * Whether c is a blank that tenure.tokens ignores around names and epochs
- * (lease names never begin or end with one).
- */
-static inline bool
-tenure_token_blank(char c)
-{
-	return scanner_isspace(c);	/* the same test as lease names get */
-}
-
-/*
- * Whether a lease name may appear in tenure.tokens: 1 to TENURE_NAME_MAX
- * bytes, no "," or "=", no blank at either end (the parser ignores those).
- */
-static bool
-tenure_token_name_ok(const char *s, int len)
-{
-	int			i;
-
-	if (len < 1 || len > TENURE_NAME_MAX)
-		return false;
-	if (tenure_token_blank(s[0]) || tenure_token_blank(s[len - 1]))
-		return false;
-	for (i = 0; i < len; i++)
-		if (s[i] == ',' || s[i] == '=')
-			return false;
-	return true;
-}
-
-/* qsort and bsearch comparator of tokens, by lease name */
-static int
-tenure_token_cmp(const void *a, const void *b)
-{
-	return strcmp(((const TenureToken *) a)->lease,
-				  ((const TenureToken *) b)->lease);
-}
-
-/*
- * Check hook of tenure.tokens: parse "lease=epoch[, lease=epoch ...]".
- * Blanks around names and epochs are ignored.  No catalog access and no
- * ERROR here: a bad value is reported through GUC_check_errmsg.  Linear in
- * the value's length, plus sorting at most TENURE_TOKENS_MAX_COUNT tokens.
+ * Check hook of tenure.tokens: parse "lease=epoch[, lease=epoch ...]"
+ * (the syntax is tokens.c's) into the setting's "extra", allocated as the
+ * GUC machinery frees it.  No catalog access and no ERROR here: a bad
+ * value is reported through GUC_check_errmsg.  Linear in the value's
+ * length, plus sorting at most TENURE_TOKENS_MAX_COUNT tokens.
  */
 bool
 tenure_tokens_check(char **newval, void **extra, GucSource source)
 {
-	const char *p = *newval ? *newval : "";
-	size_t		len = strlen(p);
-	int			n = 0;
+	const char *value = *newval ? *newval : "";
+	TenureTokensError err;
+	size_t		len;
+	size_t		size;
 	TenureTokens *tokens;
-	const char *c;
-	int			i;
+	const char *duplicate;
 
-	if (len > TENURE_TOKENS_MAX_BYTES)
+	err = tenure_tokens_measure(value, &len, &size);
+	if (err == TENURE_TOKENS_TOO_LONG)
 	{
 		GUC_check_errmsg("tenure.tokens is too long");
 		GUC_check_errdetail("The value is %zu bytes long; at most %d bytes are allowed.",
@@ -207,100 +145,49 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 		GUC_check_errhint("Present only the tokens of the leases the transaction writes through.");
 		return false;
 	}
-	for (c = p; *c; c++)
-		if (*c == ',')
-			n++;
-	if (n + 1 > TENURE_TOKENS_MAX_COUNT)
+	if (err == TENURE_TOKENS_TOO_MANY)
 	{
 		GUC_check_errmsg("tenure.tokens holds too many tokens");
 		GUC_check_errdetail("At most %d tokens are allowed.", TENURE_TOKENS_MAX_COUNT);
 		GUC_check_errhint("Present only the tokens of the leases the transaction writes through.");
 		return false;
 	}
-	tokens = tenure_guc_malloc(offsetof(TenureTokens, items) +
-							   sizeof(TenureToken) * (n + 1));
+	Assert(err == TENURE_TOKENS_OK);
+
+	tokens = tenure_guc_malloc(size);
 	if (tokens == NULL)
 		return false;
-	tokens->count = 0;
 
-	while (*p)
+	switch (tenure_tokens_parse(value, tokens, size, &duplicate))
 	{
-		const char *start;
-		const char *end;
-		const char *eq;
-		const char *ns;
-		const char *ne;
-		char	   *endptr;
-		int64		epoch;
-
-		while (tenure_token_blank(*p))
-			p++;
-		if (*p == '\0')
-			break;				/* empty value, or blanks after a last comma */
-		start = p;
-		while (*p && *p != ',')
-			p++;
-		end = p;
-		if (*p == ',')
-			p++;
-
-		eq = memchr(start, '=', end - start);
-		if (eq == NULL)
-		{
+		case TENURE_TOKENS_OK:
+			*extra = tokens;
+			return true;
+		case TENURE_TOKENS_BAD_FORM:
 			GUC_check_errmsg("invalid value for tenure.tokens: \"%s\"", *newval);
 			GUC_check_errdetail("Each token must have the form lease=epoch, tokens separated by commas.");
-			tenure_guc_free(tokens);
-			return false;
-		}
-		/* the name, without the blanks around it */
-		ns = start;
-		ne = eq;
-		while (ns < ne && tenure_token_blank(*ns))
-			ns++;
-		while (ne > ns && tenure_token_blank(ne[-1]))
-			ne--;
-		if (!tenure_token_name_ok(ns, ne - ns))
-		{
+			break;
+		case TENURE_TOKENS_BAD_NAME:
 			GUC_check_errmsg("invalid lease name in tenure.tokens: \"%s\"", *newval);
 			GUC_check_errdetail("A lease name is 1 to %d bytes long, contains neither \",\" nor \"=\", and neither begins nor ends with white space.",
 								TENURE_NAME_MAX);
-			tenure_guc_free(tokens);
-			return false;
-		}
-		memcpy(tokens->items[tokens->count].lease, ns, ne - ns);
-		tokens->items[tokens->count].lease[ne - ns] = '\0';
-
-		/* the epoch: a positive bigint, then only blanks up to the comma */
-		errno = 0;
-		epoch = strtoll(eq + 1, &endptr, 10);
-		while (endptr < end && tenure_token_blank(*endptr))
-			endptr++;
-		if (errno != 0 || endptr != end || endptr == eq + 1 || epoch <= 0)
-		{
+			break;
+		case TENURE_TOKENS_BAD_EPOCH:
 			GUC_check_errmsg("invalid epoch in tenure.tokens: \"%s\"", *newval);
 			GUC_check_errdetail("An epoch is a positive bigint, as returned by tenure.acquire().");
-			tenure_guc_free(tokens);
-			return false;
-		}
-		tokens->items[tokens->count].epoch = epoch;
-		tokens->count++;
-	}
-
-	/* sorted by name, a lease named twice shows as two neighbours */
-	if (tokens->count > 1)
-		qsort(tokens->items, tokens->count, sizeof(TenureToken),
-			  tenure_token_cmp);
-	for (i = 1; i < tokens->count; i++)
-		if (strcmp(tokens->items[i - 1].lease, tokens->items[i].lease) == 0)
-		{
+			break;
+		case TENURE_TOKENS_DUPLICATE:
+			/* formatted now: duplicate points into tokens */
 			GUC_check_errmsg("lease \"%s\" appears twice in tenure.tokens",
-							 tokens->items[i].lease);
-			tenure_guc_free(tokens);
-			return false;
-		}
-
-	*extra = tokens;
-	return true;
+							 duplicate);
+			break;
+		case TENURE_TOKENS_TOO_LONG:
+		case TENURE_TOKENS_TOO_MANY:
+			Assert(false);		/* measured above */
+			break;
+	}
+	tenure_guc_free(tokens);
+	return false;
 }
 
 /*
@@ -331,14 +218,8 @@ tenure_tokens_assign(const char *newval, void *extra)
 static int64
 tenure_token_of(const char *name)
 {
-	TenureToken key;
-	TenureToken *found;
+	const TenureToken *found = tenure_tokens_find(tenure_tokens, name);
 
-	if (tenure_tokens == NULL || tenure_tokens->count == 0)
-		return 0;
-	strlcpy(key.lease, name, sizeof(key.lease));
-	found = bsearch(&key, tenure_tokens->items, tenure_tokens->count,
-					sizeof(TenureToken), tenure_token_cmp);
 	return found ? found->epoch : 0;
 }
 
@@ -777,8 +658,9 @@ tenure_present(PG_FUNCTION_ARGS)
 	char	   *name;
 	int64		epoch;
 	bool		is_local;
-	StringInfoData buf;
-	int			i;
+	size_t		kept_len;
+	char	   *kept;
+	char	   *value;
 
 	tenure_arg_not_null(fcinfo, 0, "lease");
 	tenure_arg_not_null(fcinfo, 1, "epoch");
@@ -798,16 +680,14 @@ tenure_present(PG_FUNCTION_ARGS)
 				 errmsg("epoch must be positive"),
 				 errdetail("The epoch given is " INT64_FORMAT ".", epoch)));
 
-	initStringInfo(&buf);
-	if (tenure_tokens != NULL)
-		for (i = 0; i < tenure_tokens->count; i++)
-			if (strcmp(tenure_tokens->items[i].lease, name) != 0)
-				appendStringInfo(&buf, "%s=" INT64_FORMAT ",",
-								 tenure_tokens->items[i].lease,
-								 tenure_tokens->items[i].epoch);
-	appendStringInfo(&buf, "%s=" INT64_FORMAT, name, epoch);
+	/* the other leases' tokens, then this one */
+	kept_len = tenure_tokens_print(tenure_tokens, name, NULL, 0);
+	kept = palloc(kept_len + 1);
+	(void) tenure_tokens_print(tenure_tokens, name, kept, kept_len + 1);
+	value = psprintf("%s%s%s=" INT64_FORMAT,
+					 kept, kept_len > 0 ? "," : "", name, epoch);
 
-	(void) set_config_option("tenure.tokens", buf.data,
+	(void) set_config_option("tenure.tokens", value,
 							 PGC_USERSET, PGC_S_SESSION,
 							 is_local ? GUC_ACTION_LOCAL : GUC_ACTION_SET,
 							 true, 0, false);
