@@ -238,6 +238,50 @@ COMMENT ON VIEW tenure.leases IS
 	'Who holds which lease, since when, at which epoch and until when';
 GRANT SELECT ON tenure.leases TO PUBLIC;
 
+CREATE FUNCTION tenure._lease_stats(
+	OUT lease text, OUT tenures bigint, OUT released bigint,
+	OUT expired bigint, OUT session_ended bigint, OUT revoked bigint,
+	OUT server_restart bigint, OUT claims bigint,
+	OUT fenced_writes bigint, OUT fenced_writes_rejected bigint,
+	OUT fenced_commits bigint, OUT fenced_commits_rejected bigint,
+	OUT waiters integer, OUT last_change timestamptz,
+	OUT last_handover_gap interval)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'tenure_lease_stats'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION tenure._lease_stats() IS
+	'Counters of this database''s leases in shared memory (internal; use tenure.lease_stats)';
+
+CREATE VIEW tenure.lease_stats AS
+SELECT l.name AS lease,
+	   COALESCE(s.tenures, 0) AS tenures,
+	   COALESCE(s.released, 0) AS released,
+	   COALESCE(s.expired, 0) AS expired,
+	   COALESCE(s.session_ended, 0) AS session_ended,
+	   COALESCE(s.revoked, 0) AS revoked,
+	   COALESCE(s.server_restart, 0) AS server_restart,
+	   COALESCE(s.claims, 0) AS claims,
+	   COALESCE(s.fenced_writes, 0) AS fenced_writes,
+	   COALESCE(s.fenced_writes_rejected, 0) AS fenced_writes_rejected,
+	   COALESCE(s.fenced_commits, 0) AS fenced_commits,
+	   COALESCE(s.fenced_commits_rejected, 0) AS fenced_commits_rejected,
+	   COALESCE(s.waiters, 0) AS waiters,
+	   s.last_change,
+	   s.last_handover_gap
+  FROM tenure.lease l
+  LEFT JOIN tenure._lease_stats() s ON s.lease OPERATOR(pg_catalog.=) l.name;
+COMMENT ON VIEW tenure.lease_stats IS
+	'How often each lease changed hands and why, fenced writes accepted and rejected, and who waits, since the server started or tenure.stats_reset()';
+GRANT SELECT ON tenure.lease_stats TO PUBLIC;
+
+CREATE FUNCTION tenure.stats_reset(lease text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'tenure_stats_reset'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tenure.stats_reset(text) IS
+	'Zero the counters of tenure.lease_stats for one lease of this database, or all (NULL)';
+REVOKE ALL ON FUNCTION tenure.stats_reset(text) FROM PUBLIC;
+
 --
 -- Fencing
 --

@@ -166,6 +166,7 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	bool		stale;
 	bool		exists = true;
 	bool		open_at_shutdown = false;
+	bool		waiting = false;
 	TransactionId xid;
 
 	*started = false;
@@ -255,11 +256,19 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 			sleep_ms = Min(sleep_ms, TENURE_FOREIGN_RETRY_MS);
 		else if (busy->until_mono > now)
 			sleep_ms = Min(sleep_ms, (long) ((busy->until_mono - now + 999) / 1000));
+		if (!waiting)
+		{
+			/* counted in tenure.lease_stats until we stop */
+			tenure_state_waiting(&key);
+			waiting = true;
+		}
 		(void) tenure_state_wait(sleep_ms);
 		CHECK_FOR_INTERRUPTS();
 	}
 	if (wait_us > 0)
 		tenure_state_cancel_wait();
+	if (waiting)
+		tenure_state_waiting(NULL);
 	if (!reserved)
 		return epoch;			/* the renewed tenure's, or 0 */
 

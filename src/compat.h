@@ -59,6 +59,15 @@ tenure_at_sets_expression(AlterTableType subtype)
 #endif
 }
 
+/* A backend's number among MaxBackends: MyProcNumber since 17. */
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#define TENURE_MY_SLOT() ((int) MyProcNumber)
+#else
+#include "storage/backendid.h"
+#define TENURE_MY_SLOT() ((int) MyBackendId - 1)
+#endif
+
 /* Named wait events for extensions appeared in 17. */
 #include "utils/wait_event.h"
 #define TENURE_WAIT_EVENT PG_WAIT_EXTENSION

@@ -286,7 +286,9 @@ tenure_fence_check(const char *name, const char *table, bool at_commit,
 	tenure_make_key(&key, MyDatabaseId, name);
 retry:
 	now = tenure_mono_now();
-	tenure_state_fence(&key, now, &view);
+	tenure_state_fence(&key, now, presented,
+					   at_commit ? TENURE_FENCED_COMMIT_ACCEPTED :
+					   TENURE_FENCED_STATEMENT_ACCEPTED, &view);
 	known = view.known;
 	if (known)
 	{
@@ -306,6 +308,10 @@ retry:
 		waited = true;
 		goto retry;
 	}
+
+	/* rejected, whichever the reason */
+	tenure_state_fence_rejected(&key, at_commit ? TENURE_FENCED_COMMIT_REJECTED :
+								TENURE_FENCED_STATEMENT_REJECTED);
 
 	if (presented == 0)
 	{
@@ -534,7 +540,8 @@ tenure_fence_precommit(void)
 		if (use->fence_lock >= 0)
 			continue;
 		tenure_make_key(&key, MyDatabaseId, use->lease);
-		tenure_state_fence(&key, tenure_mono_now(), &view);
+		tenure_state_fence(&key, tenure_mono_now(), 0, TENURE_FENCED_NONE,
+						   &view);
 		use->fence_lock = view.fence_lock;
 		if (use->fence_lock < 0 && (view.has_entry || use->mode == ExclusiveLock))
 			elog(ERROR, "lease \"%s\" has no fence lock", use->lease);

@@ -39,6 +39,8 @@ PG_FUNCTION_INFO_V1(tenure_await_active);
 PG_FUNCTION_INFO_V1(tenure_lease_state);
 PG_FUNCTION_INFO_V1(tenure_await_change);
 PG_FUNCTION_INFO_V1(tenure_shared_memory_bytes);
+PG_FUNCTION_INFO_V1(tenure_lease_stats);
+PG_FUNCTION_INFO_V1(tenure_stats_reset);
 
 /* how often await_change reads the table during recovery */
 #define TENURE_STANDBY_POLL_MS	100L
@@ -316,4 +318,76 @@ tenure_shared_memory_bytes(PG_FUNCTION_ARGS)
 {
 	tenure_require_loaded();
 	PG_RETURN_INT64((int64) tenure_shmem_size());
+}
+
+/*
+ * tenure._lease_stats() returns setof record
+ *
+ * The counters of this database's leases that have an entry in shared
+ * memory; tenure.lease_stats joins them to tenure.lease.
+ */
+Datum
+tenure_lease_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TenureLeaseStats *stats;
+	int			count;
+	int			i;
+
+	tenure_require_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+
+	stats = tenure_state_stats(MyDatabaseId, &count);
+	for (i = 0; i < count; i++)
+	{
+		TenureLeaseStats *st = &stats[i];
+		TenureCounters *c = &st->counters;
+		Datum		values[15];
+		bool		nulls[15];
+		int			j;
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = CStringGetTextDatum(st->name);
+		values[1] = Int64GetDatum((int64) c->started);
+		values[2] = Int64GetDatum((int64) c->released);
+		values[3] = Int64GetDatum((int64) c->expired);
+		values[4] = Int64GetDatum((int64) c->session_ended);
+		values[5] = Int64GetDatum((int64) c->revoked);
+		values[6] = Int64GetDatum((int64) c->restarted);
+		values[7] = Int64GetDatum((int64) c->claims);
+		for (j = 0; j < TENURE_FENCED_KINDS; j++)
+			values[8 + j] = Int64GetDatum((int64) st->fenced[j]);
+		values[12] = Int32GetDatum(st->waiters);
+		values[13] = TimestampTzGetDatum(c->last_change);
+		nulls[13] = (c->last_change == 0);
+		if (c->last_gap_us >= 0)
+		{
+			Interval   *gap = palloc0(sizeof(Interval));
+
+			gap->time = c->last_gap_us;
+			values[14] = IntervalPGetDatum(gap);
+		}
+		else
+			nulls[14] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pfree(stats);
+	return (Datum) 0;
+}
+
+/*
+ * tenure.stats_reset(lease text DEFAULT NULL) returns void
+ *
+ * Zero the counters of tenure.lease_stats for one lease of this database,
+ * or for all of them.  Like pg_stat_reset(), only roles granted EXECUTE may
+ * call it (none but superusers by default).
+ */
+Datum
+tenure_stats_reset(PG_FUNCTION_ARGS)
+{
+	char	   *name = PG_ARGISNULL(0) ? NULL : tenure_arg_lease(fcinfo, 0);
+
+	tenure_require_loaded();
+	tenure_state_stats_reset(MyDatabaseId, name);
+	PG_RETURN_VOID();
 }

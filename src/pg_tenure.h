@@ -70,6 +70,7 @@ extern int	tenure_max_leases;
 extern int	tenure_history_per_lease;
 extern int	tenure_claim_timeout;
 extern bool tenure_notify_enabled;
+extern bool tenure_log_transitions;
 
 /* A lease's row in tenure.lease (catalog.c reads it). */
 typedef struct TenureRow
@@ -154,6 +155,41 @@ typedef struct TenureFenceView
 	int			fence_lock;		/* has_entry: its fence lock; else -1 */
 } TenureFenceView;
 
+/* Fenced writes tenure.lease_stats counts, at the statement and at COMMIT. */
+typedef enum TenureFencedKind
+{
+	TENURE_FENCED_NONE = -1,	/* not counted */
+	TENURE_FENCED_STATEMENT_ACCEPTED = 0,
+	TENURE_FENCED_STATEMENT_REJECTED,
+	TENURE_FENCED_COMMIT_ACCEPTED,
+	TENURE_FENCED_COMMIT_REJECTED
+} TenureFencedKind;
+
+#define TENURE_FENCED_KINDS 4
+
+/* Changes of a lease counted since its entry was loaded or reset. */
+typedef struct TenureCounters
+{
+	uint64		started;		/* tenures */
+	uint64		released;		/* tenures ended, by reason */
+	uint64		expired;
+	uint64		session_ended;
+	uint64		revoked;
+	uint64		restarted;		/* open when the server went down */
+	uint64		claims;
+	TimestampTz last_change;	/* 0: none */
+	int64		last_gap_us;	/* last hand-over gap; -1: none */
+} TenureCounters;
+
+/* One lease as tenure.lease_stats shows it. */
+typedef struct TenureLeaseStats
+{
+	char		name[TENURE_NAME_MAX + 1];
+	TenureCounters counters;
+	uint64		fenced[TENURE_FENCED_KINDS];
+	int			waiters;
+} TenureLeaseStats;
+
 /* What await_change watches of a lease. */
 typedef struct TenureWatch
 {
@@ -218,7 +254,14 @@ extern int64 tenure_state_held_epoch(const TenureKey *key, const char *holder,
 extern int64 tenure_state_cached_epoch(const TenureKey *key);
 extern bool tenure_state_stale(const TenureKey *key, int64 id);
 extern void tenure_state_fence(const TenureKey *key, int64 now,
+							   int64 presented, TenureFencedKind accepted_as,
 							   TenureFenceView *view);
+extern void tenure_state_fence_rejected(const TenureKey *key,
+										TenureFencedKind kind);
+extern void tenure_state_waiting(const TenureKey *key);
+extern void tenure_state_waiting_done(void);
+extern TenureLeaseStats *tenure_state_stats(Oid dbid, int *count);
+extern void tenure_state_stats_reset(Oid dbid, const char *name);
 extern bool tenure_state_watch(const TenureKey *key, int64 id, int64 now,
 							   TenureWatch *watch);
 extern TenureLeaseInfo *tenure_state_list(Oid dbid, int64 now, int *count);

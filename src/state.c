@@ -174,7 +174,25 @@ typedef struct TenureLease
 	int64		lock_linger_mono;	/* a lock no tenure wants any more may be
 									 * kept until then (see tenure_end()) */
 	bool		keeper_queued;	/* in the keeper's queue */
+
+	/* tenure.lease_stats, since the entry was loaded or its stats reset */
+	int64		ended_mono;		/* when the latest tenure ended; 0: none */
+	TenureEndReason last_end_reason;	/* ... and why (ended_reason is
+										 * cleared once in the history) */
+	TenureCounters counters;	/* under the LWLock exclusive */
+	pg_atomic_uint64 fenced[TENURE_FENCED_KINDS];	/* under it in either mode */
 } TenureLease;
+
+/*
+ * A backend waiting in acquire(wait) for a lease held by someone else, in
+ * its slot of tenure_waiters (one per backend, written by its owner under
+ * the LWLock exclusive; pid 0: not waiting).
+ */
+typedef struct TenureWaiter
+{
+	int			pid;
+	TenureKey	key;
+} TenureWaiter;
 
 /*
  * How long the keeper keeps the advisory lock of a lease without lock_key
@@ -234,8 +252,44 @@ typedef struct TenureShared
 	int64		clock_last;		/* largest clock value an epoch used */
 } TenureShared;
 
+static const char *tenure_end_reason_name(TenureEndReason reason);
+
 static TenureShared *tenure_shared = NULL;
 static HTAB *tenure_leases = NULL;
+static TenureWaiter *tenure_waiters = NULL;
+
+/* this backend's slot in tenure_waiters, if it has registered its exit */
+static bool tenure_waiter_registered = false;
+static bool tenure_waiting = false;
+
+/*
+ * Leadership changes made under the LWLock, logged once it is released
+ * (tenure.log_transitions); a backend makes at most a few at a time.
+ */
+typedef enum TenureTransitionKind
+{
+	TENURE_TRANSITION_START,
+	TENURE_TRANSITION_END,
+	TENURE_TRANSITION_CLAIM
+} TenureTransitionKind;
+
+typedef struct TenureTransition
+{
+	TenureTransitionKind kind;
+	char		lease[TENURE_NAME_MAX + 1];
+	char		holder[TENURE_HOLDER_MAX + 1];
+	int64		epoch;
+	bool		has_prev;		/* START: a tenure ended before, this run */
+	char		prev_holder[TENURE_HOLDER_MAX + 1];
+	int64		prev_epoch;
+	TenureEndReason prev_reason;
+	int64		gap_us;
+} TenureTransition;
+
+#define TENURE_TRANSITIONS_KEPT	8
+static TenureTransition tenure_transitions[TENURE_TRANSITIONS_KEPT];
+static int	tenure_ntransitions = 0;
+static int	tenure_transitions_lost = 0;
 
 static bool tenure_exit_registered = false;
 
@@ -270,6 +324,102 @@ tenure_renew_to(TenureLease *lease, int64 now)
 		   !pg_atomic_compare_exchange_u64(&lease->renewed_mono, &old,
 										   (uint64) now))
 		;
+}
+
+/*
+ * Zero an entry but its key, the atomics included.
+ */
+static void
+tenure_entry_zero(TenureLease *lease)
+{
+	int			i;
+
+	memset(((char *) lease) + sizeof(TenureKey), 0,
+		   sizeof(TenureLease) - sizeof(TenureKey));
+	pg_atomic_init_u64(&lease->renewed_mono, 0);
+	for (i = 0; i < TENURE_FENCED_KINDS; i++)
+		pg_atomic_init_u64(&lease->fenced[i], 0);
+	lease->counters.last_gap_us = -1;
+}
+
+/*
+ * Note a leadership change for the log, if tenure.log_transitions is on;
+ * under the LWLock exclusive.  tenure_log_transitions_now() writes it.
+ */
+static TenureTransition *
+tenure_transition(TenureTransitionKind kind, const TenureLease *lease)
+{
+	TenureTransition *t;
+
+	AssertLockedExclusive();
+	if (!tenure_log_transitions)
+		return NULL;
+	if (tenure_ntransitions >= TENURE_TRANSITIONS_KEPT)
+	{
+		tenure_transitions_lost++;
+		return NULL;
+	}
+	t = &tenure_transitions[tenure_ntransitions++];
+	memset(t, 0, sizeof(TenureTransition));
+	t->kind = kind;
+	memcpy(t->lease, lease->key.name, sizeof(t->lease));
+	return t;
+}
+
+/*
+ * Write the noted leadership changes to the server log, with the LWLock
+ * released.  Only LOG messages: cannot fail.
+ */
+static void
+tenure_log_transitions_now(void)
+{
+	int			n = tenure_ntransitions;
+	int			lost = tenure_transitions_lost;
+	int			i;
+
+	tenure_ntransitions = 0;
+	tenure_transitions_lost = 0;
+	for (i = 0; i < n; i++)
+	{
+		TenureTransition *t = &tenure_transitions[i];
+
+		switch (t->kind)
+		{
+			case TENURE_TRANSITION_START:
+				if (t->has_prev)
+					ereport(LOG,
+							(errmsg("lease \"%s\": tenure of \"%s\" at epoch " INT64_FORMAT " started after \"%s\" at epoch " INT64_FORMAT " ended (%s); gap %.3f ms",
+									t->lease, t->holder, t->epoch,
+									t->prev_holder, t->prev_epoch,
+									tenure_end_reason_name(t->prev_reason),
+									(double) t->gap_us / 1000.0),
+							 errhidestmt(true), errhidecontext(true)));
+				else
+					ereport(LOG,
+							(errmsg("lease \"%s\": tenure of \"%s\" at epoch " INT64_FORMAT " started",
+									t->lease, t->holder, t->epoch),
+							 errhidestmt(true), errhidecontext(true)));
+				break;
+			case TENURE_TRANSITION_END:
+				ereport(LOG,
+						(errmsg("lease \"%s\": tenure of \"%s\" at epoch " INT64_FORMAT " ended (%s)",
+								t->lease, t->prev_holder, t->prev_epoch,
+								tenure_end_reason_name(t->prev_reason)),
+						 errhidestmt(true), errhidecontext(true)));
+				break;
+			case TENURE_TRANSITION_CLAIM:
+				ereport(LOG,
+						(errmsg("lease \"%s\": \"%s\" claimed epoch " INT64_FORMAT " after epoch " INT64_FORMAT,
+								t->lease, t->holder, t->epoch, t->prev_epoch),
+						 errhidestmt(true), errhidecontext(true)));
+				break;
+		}
+	}
+	if (lost > 0)
+		ereport(LOG,
+				(errmsg_plural("%d more lease transition not logged",
+							   "%d more lease transitions not logged",
+							   lost, lost)));
 }
 
 /*
@@ -340,6 +490,7 @@ tenure_shmem_size(void)
 	size = MAXALIGN(sizeof(TenureShared));
 	size = add_size(size, hash_estimate_size(tenure_max_leases,
 											 sizeof(TenureLease)));
+	size = add_size(size, mul_size(MaxBackends, sizeof(TenureWaiter)));
 	return size;
 }
 
@@ -379,6 +530,12 @@ tenure_shmem_init(void)
 								  tenure_max_leases, tenure_max_leases,
 								  &info,
 								  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+
+	tenure_waiters = ShmemInitStruct("pg_tenure waiters",
+									 mul_size(MaxBackends, sizeof(TenureWaiter)),
+									 &found);
+	if (!found)
+		memset(tenure_waiters, 0, mul_size(MaxBackends, sizeof(TenureWaiter)));
 
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -556,6 +713,7 @@ tenure_state_cancel_wait(void)
 static void
 tenure_changed(bool wake_keeper)
 {
+	tenure_log_transitions_now();
 	if (wake_keeper)
 		tenure_wake_keeper();
 	ConditionVariableBroadcast(&tenure_shared->cv);
@@ -722,9 +880,7 @@ tenure_enter_entry(const TenureKey *key, int64 now, bool *found, bool *soon)
 	}
 	if (!*found)
 	{
-		memset(((char *) lease) + sizeof(TenureKey), 0,
-			   sizeof(TenureLease) - sizeof(TenureKey));
-		pg_atomic_init_u64(&lease->renewed_mono, 0);
+		tenure_entry_zero(lease);
 	}
 	return lease;
 }
@@ -763,9 +919,39 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 	if (reason != TENURE_END_RELEASED && reason != TENURE_END_DROPPED)
 		lease->pred_expiry_mono = Max(lease->pred_expiry_mono, expiry);
 
-	lease->ended_wall = tenure_mono_to_wall(reason == TENURE_END_EXPIRED ?
-											Min(expiry, now) : now,
-											now, GetCurrentTimestamp());
+	lease->ended_mono = reason == TENURE_END_EXPIRED ? Min(expiry, now) : now;
+	lease->last_end_reason = reason;
+	lease->ended_wall = tenure_mono_to_wall(lease->ended_mono, now,
+											GetCurrentTimestamp());
+	lease->counters.last_change = lease->ended_wall;
+	switch (reason)
+	{
+		case TENURE_END_RELEASED:
+			lease->counters.released++;
+			break;
+		case TENURE_END_EXPIRED:
+			lease->counters.expired++;
+			break;
+		case TENURE_END_SESSION:
+			lease->counters.session_ended++;
+			break;
+		case TENURE_END_REVOKED:
+			lease->counters.revoked++;
+			break;
+		case TENURE_END_DROPPED:
+		case TENURE_END_NONE:
+			break;
+	}
+	{
+		TenureTransition *t = tenure_transition(TENURE_TRANSITION_END, lease);
+
+		if (t != NULL)
+		{
+			memcpy(t->prev_holder, lease->holder, sizeof(t->prev_holder));
+			t->prev_epoch = lease->epoch;
+			t->prev_reason = reason;
+		}
+	}
 	lease->state = TENURE_FREE;
 	lease->holder[0] = '\0';
 	lease->session_bound = false;
@@ -954,7 +1140,8 @@ tenure_state_stale(const TenureKey *key, int64 id)
  * also when it was dropped (-1 without an entry).
  */
 void
-tenure_state_fence(const TenureKey *key, int64 now, TenureFenceView *view)
+tenure_state_fence(const TenureKey *key, int64 now, int64 presented,
+				   TenureFencedKind accepted_as, TenureFenceView *view)
 {
 	TenureLease *lease;
 
@@ -971,7 +1158,163 @@ tenure_state_fence(const TenureKey *key, int64 now, TenureFenceView *view)
 			view->known = true;
 			view->epoch = lease->epoch;
 			view->live = tenure_is_live(lease, now);
+			/* the caller accepts exactly this (tenure_fence_check()) */
+			if (accepted_as != TENURE_FENCED_NONE && presented != 0 &&
+				presented == view->epoch && view->live)
+				pg_atomic_fetch_add_u64(&lease->fenced[accepted_as], 1);
 		}
+	}
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * Count a fenced write the caller rejects (tenure.lease_stats).
+ */
+void
+tenure_state_fence_rejected(const TenureKey *key, TenureFencedKind kind)
+{
+	TenureLease *lease;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease != NULL && !lease->dropped)
+		pg_atomic_fetch_add_u64(&lease->fenced[kind], 1);
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * Waiting in acquire(wait) for a lease someone else holds: the slot of
+ * this backend in tenure_waiters says which (tenure.lease_stats counts
+ * them).  tenure_state_waiting(NULL) leaves it; so does the end of the
+ * transaction (tenure_state_waiting_done()) and the backend's exit.
+ */
+static void
+tenure_waiter_exit(int code, Datum arg)
+{
+	tenure_state_waiting_done();
+}
+
+void
+tenure_state_waiting(const TenureKey *key)
+{
+	int			slot = TENURE_MY_SLOT();
+
+	if (slot < 0 || slot >= MaxBackends)
+		return;					/* not a backend that can wait */
+	if (key != NULL && !tenure_waiter_registered)
+	{
+		before_shmem_exit(tenure_waiter_exit, (Datum) 0);
+		tenure_waiter_registered = true;
+	}
+	if (key == NULL && !tenure_waiting)
+		return;
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	if (key != NULL)
+	{
+		tenure_waiters[slot].key = *key;
+		tenure_waiters[slot].pid = MyProcPid;
+	}
+	else
+		tenure_waiters[slot].pid = 0;
+	LWLockRelease(tenure_shared->lock);
+	tenure_waiting = (key != NULL);
+}
+
+/*
+ * Leave the waiters at the end of a transaction or at exit, whatever
+ * ended the wait.  Cannot fail.
+ */
+void
+tenure_state_waiting_done(void)
+{
+	if (tenure_waiting && tenure_state_attached())
+		tenure_state_waiting(NULL);
+}
+
+/*
+ * The counters of the leases of database dbid that have an entry, for
+ * tenure.lease_stats; a palloc'd array of *count elements.
+ */
+TenureLeaseStats *
+tenure_state_stats(Oid dbid, int *count)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	TenureLeaseStats *stats;
+	TenureKey  *waiting;
+	long		room;
+	int			nwaiting;
+	int			n;
+	int			i;
+	int			j;
+
+	waiting = palloc(sizeof(TenureKey) * MaxBackends);
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	room = hash_get_num_entries(tenure_leases) + 16;
+	LWLockRelease(tenure_shared->lock);
+	for (;;)
+	{
+		stats = palloc_extended(sizeof(TenureLeaseStats) * room, MCXT_ALLOC_HUGE);
+		n = 0;
+		nwaiting = 0;
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		if (hash_get_num_entries(tenure_leases) <= room)
+		{
+			for (i = 0; i < MaxBackends; i++)
+				if (tenure_waiters[i].pid != 0 &&
+					tenure_waiters[i].key.dbid == dbid)
+					waiting[nwaiting++] = tenure_waiters[i].key;
+			hash_seq_init(&scan, tenure_leases);
+			while ((lease = hash_seq_search(&scan)) != NULL)
+			{
+				TenureLeaseStats *st;
+
+				if (lease->key.dbid != dbid || lease->dropped)
+					continue;
+				st = &stats[n++];
+				memcpy(st->name, lease->key.name, sizeof(st->name));
+				st->counters = lease->counters;
+				for (j = 0; j < TENURE_FENCED_KINDS; j++)
+					st->fenced[j] = pg_atomic_read_u64(&lease->fenced[j]);
+				st->waiters = 0;
+				for (j = 0; j < nwaiting; j++)
+					if (strcmp(waiting[j].name, lease->key.name) == 0)
+						st->waiters++;
+			}
+			LWLockRelease(tenure_shared->lock);
+			break;
+		}
+		room = hash_get_num_entries(tenure_leases) + 16;
+		LWLockRelease(tenure_shared->lock);
+		pfree(stats);
+	}
+	pfree(waiting);
+	*count = n;
+	return stats;
+}
+
+/*
+ * tenure.stats_reset(): zero the counters of one lease of database dbid,
+ * or of all of them (name NULL).
+ */
+void
+tenure_state_stats_reset(Oid dbid, const char *name)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	int			j;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		if (lease->key.dbid != dbid ||
+			(name != NULL && strcmp(lease->key.name, name) != 0))
+			continue;
+		memset(&lease->counters, 0, sizeof(TenureCounters));
+		lease->counters.last_gap_us = -1;
+		for (j = 0; j < TENURE_FENCED_KINDS; j++)
+			pg_atomic_write_u64(&lease->fenced[j], 0);
 	}
 	LWLockRelease(tenure_shared->lock);
 }
@@ -1175,9 +1518,7 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 		if (lock_held)
 			held_tag = lease->held_tag;
 		/* keep lock_held and held_tag: they belong to the keeper */
-		memset(((char *) lease) + sizeof(TenureKey), 0,
-			   sizeof(TenureLease) - sizeof(TenureKey));
-		pg_atomic_init_u64(&lease->renewed_mono, 0);
+		tenure_entry_zero(lease);
 		lease->lock_held = lock_held;
 		if (lock_held)
 		{
@@ -1190,9 +1531,13 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 		lease->loaded_in_recovery = RecoveryInProgress();
 		/* a holder from before the server went down may still believe */
 		if (open_at_shutdown)
+		{
 			lease->pred_expiry_mono = (tenure_shared->ready_mono != 0 ?
 									   tenure_shared->ready_mono :
 									   now) + row->ttl_us;
+			/* its tenure ended when the server went down */
+			lease->counters.restarted++;
+		}
 	}
 	/* epochs only grow; the row may be ahead of an idle entry */
 	lease->epoch = Max(lease->epoch, row->epoch);
@@ -1207,6 +1552,7 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 	if (lease->state == TENURE_HELD)
 		tenure_keeper_due(tenure_expiry(lease));
 	LWLockRelease(tenure_shared->lock);
+	tenure_log_transitions_now();
 	return TENURE_LOAD_DONE;
 }
 
@@ -1466,6 +1812,8 @@ tenure_state_end_update(bool changed)
 	LWLockRelease(tenure_shared->lock);
 	if (changed)
 		tenure_changed(keeper_work);
+	else
+		tenure_log_transitions_now();
 }
 
 /*
@@ -1530,9 +1878,31 @@ tenure_state_publish_acquire(const TenureKey *key, uint64 token)
 	tenure_keeper_due(tenure_expiry(lease));
 	lease->epoch = Max(lease->epoch, lease->pending_epoch);
 	lease->pending_epoch = 0;
+	{
+		TenureTransition *t = tenure_transition(TENURE_TRANSITION_START, lease);
+		/* the hand-over gap: from the end of the last tenure to this one's start */
+		int64		gap = lease->ended_mono != 0 ?
+			Max(lease->active_mono - lease->ended_mono, 0) : -1;
+
+		if (t != NULL)
+		{
+			memcpy(t->holder, lease->holder, sizeof(t->holder));
+			t->epoch = lease->epoch;
+			t->has_prev = lease->ended_mono != 0;
+			memcpy(t->prev_holder, lease->ended_holder, sizeof(t->prev_holder));
+			t->prev_epoch = lease->ended_epoch;
+			t->prev_reason = lease->last_end_reason;
+			t->gap_us = gap;
+		}
+		if (gap >= 0)
+			lease->counters.last_gap_us = gap;
+		lease->ended_mono = 0;
+	}
 	lease->ended_reason = TENURE_END_NONE;
 	lease->transitions++;
 	lease->history_starts++;
+	lease->counters.started++;
+	lease->counters.last_change = GetCurrentTimestamp();
 }
 
 /*
@@ -1547,9 +1917,21 @@ tenure_state_publish_claim(const TenureKey *key, int64 epoch)
 	lease = tenure_find(key);
 	if (lease == NULL)
 		return;
+	{
+		TenureTransition *t = tenure_transition(TENURE_TRANSITION_CLAIM, lease);
+
+		if (t != NULL)
+		{
+			memcpy(t->holder, lease->holder, sizeof(t->holder));
+			t->epoch = Max(lease->epoch, epoch);
+			t->prev_epoch = lease->epoch;
+		}
+	}
 	lease->epoch = Max(lease->epoch, epoch);
 	lease->transitions++;
 	lease->history_starts++;
+	lease->counters.claims++;
+	lease->counters.last_change = GetCurrentTimestamp();
 }
 
 /*

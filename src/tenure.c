@@ -31,6 +31,7 @@ PG_MODULE_MAGIC;
 int			tenure_max_leases = 1024;
 int			tenure_history_per_lease = 1000;
 bool		tenure_notify_enabled = true;
+bool		tenure_log_transitions = true;
 int			tenure_claim_timeout = 10000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -153,6 +154,15 @@ _PG_init(void)
 							 "Sends NOTIFY on channel tenure when a transaction that acquires, releases or claims commits.",
 							 "Every transaction that sends a notification commits under one lock of the whole cluster: turn it off where nobody listens.",
 							 &tenure_notify_enabled,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("tenure.log_transitions",
+							 "Logs every change of a lease's holder or epoch.",
+							 "One LOG line per tenure started, tenure ended and epoch claimed, naming the lease, the holders, their epochs, why the last tenure ended and the gap until the next.",
+							 &tenure_log_transitions,
 							 true,
 							 PGC_SUSET,
 							 0,

@@ -261,6 +261,7 @@ tenure_xact_callback(XactEvent event, void *arg)
 			return;
 		case XACT_EVENT_COMMIT:
 			tenure_fence_reset();
+			tenure_state_waiting_done();
 			if (tenure_actions != NIL)
 			{
 				int64		now = tenure_mono_now();
@@ -276,6 +277,8 @@ tenure_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* (PRE_PREPARE refused to prepare anything that mattered) */
 			tenure_fence_reset();
+			/* an acquisition that was waiting, interrupted by an error */
+			tenure_state_waiting_done();
 			if (tenure_actions != NIL)
 			{
 				tenure_state_begin_update();
