@@ -45,7 +45,7 @@ CREATE TABLE tenure.history (
 	ended timestamptz,
 	end_reason text
 		CHECK (end_reason IN ('released', 'expired', 'session ended', 'revoked',
-							  'claimed', 'server restart', 'dropped')),
+							  'claimed', 'server restart', 'promoted', 'dropped')),
 	boot_id bigint NOT NULL,
 	-- the lease's base, issued_sysid and issued_tli when the epoch was
 	-- issued: create_lease continues a dropped lease from its newest row

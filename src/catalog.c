@@ -49,6 +49,16 @@
 static bool tenure_open_at_shutdown(const char *name);
 
 /*
+ * The end reason of a tenure open when an earlier server went down, for a
+ * history row (SQL; sysid and tli are parameters: this cluster's system
+ * identifier and the current timeline).
+ */
+#define TENURE_RESTART_REASON(sysid, tli) \
+	"CASE WHEN issued_sysid OPERATOR(pg_catalog.=) " sysid \
+	" AND issued_tli OPERATOR(pg_catalog.<) " tli \
+	" THEN 'promoted' ELSE 'server restart' END"
+
+/*
  * Connect to SPI and become the owner of tenure.lease, which owns the
  * extension's tables.
  */
@@ -370,7 +380,7 @@ tenure_open_at_shutdown(const char *name)
 	rc = SPI_execute_with_args("SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id"
 							   "   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
 							   "   ORDER BY epoch DESC LIMIT 1) h"
-							   "  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) 'server restart')"
+							   "  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) ANY ('{server restart,promoted}'))"
 							   "  AND h.boot_id OPERATOR(pg_catalog.<>) $2)"
 							   " OR EXISTS (SELECT FROM tenure.lease l"
 							   "  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE"
@@ -404,8 +414,8 @@ static TransactionId tenure_restart_rows_xid = InvalidTransactionId;
 void
 tenure_history_close(const char *name, const TenureKey *key)
 {
-	Datum		args[6];
-	bool		nulls[6] = {false, false, false, false, false, false};
+	Datum		args[8];
+	bool		nulls[8] = {false, false, false, false, false, false, false, false};
 	const char *reason;
 	int64		epoch = 0;
 	TimestampTz ended = 0;
@@ -429,16 +439,7 @@ tenure_history_close(const char *name, const TenureKey *key)
 		!(TransactionIdIsValid(tenure_restart_rows_xid) &&
 		  TransactionIdIsCurrentTransactionId(tenure_restart_rows_xid)))
 	{
-		args[0] = Int64GetDatum(tenure_boot_id());
-		args[1] = TimestampTzGetDatum(tenure_ready_time());
-		tenure_spi_exec("UPDATE tenure.history"
-						" SET ended = GREATEST(started, $2), end_reason = 'server restart'"
-						" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-						"  SELECT ctid FROM tenure.history"
-						"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
-						"  OR boot_id OPERATOR(pg_catalog.>) $1)"
-						"  FOR UPDATE SKIP LOCKED))",
-						"iz", args, nulls, SPI_OK_UPDATE);
+		tenure_history_close_restarted();
 		tenure_restart_rows_xid = GetTopTransactionId();
 	}
 
@@ -457,19 +458,77 @@ tenure_history_close(const char *name, const TenureKey *key)
 	nulls[3] = (reason == NULL);
 	args[4] = Int64GetDatum(tenure_boot_id());
 	args[5] = TimestampTzGetDatum(tenure_ready_time());
+	args[6] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[7] = Int64GetDatum((int64) GetWALInsertionTimeLine());
 	tenure_spi_exec("UPDATE tenure.history SET"
 					" ended = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
 					"  THEN GREATEST(started, $6)"
 					"  ELSE COALESCE($4, pg_catalog.clock_timestamp()) END,"
 					" end_reason = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
-					"  THEN 'server restart'"
+					"  THEN " TENURE_RESTART_REASON("$7", "$8")
 					"  WHEN epoch OPERATOR(pg_catalog.=) $2 THEN COALESCE($3, 'expired')"
 					"  ELSE 'expired' END"
 					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 					"  SELECT ctid FROM tenure.history"
 					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
 					"  FOR UPDATE SKIP LOCKED))",
-					"titziz", args, nulls, SPI_OK_UPDATE);
+					"titzizii", args, nulls, SPI_OK_UPDATE);
+}
+
+/*
+ * Close, in tenure.history, every tenure of this database left open when
+ * an earlier server went down: "promoted" if its epoch was issued by this
+ * cluster on an earlier timeline (the server it ran on was replaced by a
+ * promotion, or an archive recovery ended), else "server restart"; ended
+ * when this server became ready.  Rows another transaction has locked are
+ * skipped: it is closing them itself, or a later pass will.  Inside an SPI
+ * session, on a primary.
+ */
+void
+tenure_history_close_restarted(void)
+{
+	Datum		args[4];
+
+	args[0] = Int64GetDatum(tenure_boot_id());
+	args[1] = TimestampTzGetDatum(tenure_ready_time());
+	args[2] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[3] = Int64GetDatum((int64) GetWALInsertionTimeLine());
+	tenure_spi_exec("UPDATE tenure.history"
+					" SET ended = GREATEST(started, $2),"
+					" end_reason = " TENURE_RESTART_REASON("$3", "$4")
+					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history"
+					"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
+					"  OR boot_id OPERATOR(pg_catalog.>) $1)"
+					"  FOR UPDATE SKIP LOCKED))",
+					"izii", args, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * Write to tenure.history the end of a tenure of the lease that shared
+ * memory saw end outside a transaction (expiry, session end, revocation):
+ * the open rows of the lease up to that tenure's epoch; later ones belong
+ * to tenures that started since.  Inside an SPI session.
+ */
+void
+tenure_history_close_ended(const char *name, int64 epoch, const char *reason,
+						   TimestampTz ended)
+{
+	Datum		args[4];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = CStringGetTextDatum(reason);
+	args[3] = TimestampTzGetDatum(ended);
+	tenure_spi_exec("UPDATE tenure.history SET ended = GREATEST(started, $4),"
+					" end_reason = CASE WHEN epoch OPERATOR(pg_catalog.=) $2"
+					"  THEN $3 ELSE 'expired' END"
+					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history"
+					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
+					"  AND epoch OPERATOR(pg_catalog.<=) $2"
+					"  FOR UPDATE SKIP LOCKED))",
+					"titz", args, NULL, SPI_OK_UPDATE);
 }
 
 /*

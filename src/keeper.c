@@ -42,6 +42,50 @@
 /* longest sleep of the keeper when nothing expires sooner */
 #define TENURE_KEEPER_IDLE_MS	10000L
 
+/* how long before a history writer run that could not start is retried */
+#define TENURE_HISTORY_RETRY_US	((int64) USECS_PER_SEC)
+
+/* the running history writer (history.c), if any */
+static BackgroundWorkerHandle *tenure_history_worker = NULL;
+
+/*
+ * Start the history writer when it has work due and is not running (one
+ * run at a time); returns how long the keeper may sleep before it must
+ * look again, at most "timeout".  A run's exit sets our latch.
+ */
+static long
+tenure_keeper_history(long timeout)
+{
+	int64		now = tenure_mono_now();
+	Oid			dbid;
+	Oid			after;
+	int64		due;
+
+	if (tenure_history_worker != NULL)
+	{
+		pid_t		pid;
+
+		if (GetBackgroundWorkerPid(tenure_history_worker, &pid) != BGWH_STOPPED)
+			return timeout;
+		pfree(tenure_history_worker);
+		tenure_history_worker = NULL;
+	}
+	if (tenure_state_history_job(now, &dbid, &after, &due))
+	{
+		tenure_history_worker = tenure_history_launch(dbid, after);
+		if (tenure_history_worker == NULL)
+		{
+			/* no free worker slot: later */
+			tenure_state_history_retry(dbid, after, now + TENURE_HISTORY_RETRY_US);
+			return Min(timeout, (long) (TENURE_HISTORY_RETRY_US / 1000));
+		}
+		return timeout;
+	}
+	if (due != 0)
+		timeout = Min(timeout, (long) ((due - now + 999) / 1000));
+	return timeout;
+}
+
 /*
  * Register the keeper; called from _PG_init.
  */
@@ -172,6 +216,7 @@ tenure_keeper_main(Datum arg)
 		}
 
 		timeout = tenure_keeper_pass();
+		timeout = tenure_keeper_history(timeout);
 
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

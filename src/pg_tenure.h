@@ -181,6 +181,15 @@ typedef struct TenureCounters
 	int64		last_gap_us;	/* last hand-over gap; -1: none */
 } TenureCounters;
 
+/* An end of a tenure not yet written to tenure.history. */
+typedef struct TenureEnded
+{
+	TenureKey	key;
+	int64		epoch;
+	const char *reason;			/* a constant string */
+	TimestampTz ended;
+} TenureEnded;
+
 /* One lease as tenure.lease_stats shows it. */
 typedef struct TenureLeaseStats
 {
@@ -262,6 +271,13 @@ extern void tenure_state_waiting(const TenureKey *key);
 extern void tenure_state_waiting_done(void);
 extern TenureLeaseStats *tenure_state_stats(Oid dbid, int *count);
 extern void tenure_state_stats_reset(Oid dbid, const char *name);
+extern bool tenure_state_history_job(int64 now, Oid *dbid, Oid *after,
+									 int64 *due);
+extern void tenure_state_history_retry(Oid dbid, Oid after, int64 retry);
+extern void tenure_state_history_add_dbs(const Oid *dbids, int n, bool more);
+extern int	tenure_state_history_room(void);
+extern TenureEnded *tenure_state_history_pending(Oid dbid, int *count);
+extern void tenure_state_history_written(const TenureKey *key, int64 epoch);
 extern bool tenure_state_watch(const TenureKey *key, int64 id, int64 now,
 							   TenureWatch *watch);
 extern TenureLeaseInfo *tenure_state_list(Oid dbid, int64 now, int *count);
@@ -342,6 +358,11 @@ extern void tenure_load_row(const char *name, TenureRow *row, bool for_update);
 extern bool tenure_load_committed(const char *name, TenureRow *row,
 								  bool missing_ok, bool *open_at_shutdown);
 extern void tenure_history_close(const char *name, const TenureKey *key);
+extern void tenure_history_close_restarted(void);
+extern struct BackgroundWorkerHandle *tenure_history_launch(Oid dbid, Oid after);
+PGDLLEXPORT void tenure_history_main(Datum arg);
+extern void tenure_history_close_ended(const char *name, int64 epoch,
+									   const char *reason, TimestampTz ended);
 extern int64 tenure_issue_epoch(const char *name, int64 floor);
 extern void tenure_history_start(const char *name, int64 epoch,
 								 const char *holder, bool session_bound);

@@ -213,6 +213,14 @@ typedef struct TenureWaiter
  */
 #define TENURE_LOCK_LINGER_MAX	64
 
+/*
+ * Databases the history writer remembers at once; more make it list them
+ * all again.  It starts this long after the first end it has to write, so
+ * that ends close together take one run.
+ */
+#define TENURE_HISTORY_DBS	256
+#define TENURE_HISTORY_DELAY_US	((int64) 100000)
+
 /* length of the keeper's work queue; more work makes it scan every entry */
 #define TENURE_KEEPER_QUEUE	1024
 
@@ -245,6 +253,18 @@ typedef struct TenureShared
 	bool		keeper_wake;	/* ... which is too late: wake it */
 	int			keeper_nqueued;
 	TenureKey	keeper_queue[TENURE_KEEPER_QUEUE];
+
+	/*
+	 * Databases with ends of tenures to write to tenure.history (history.c
+	 * writes them), from history_due_mono on; history_list: every database
+	 * with an OID above history_list_after may have some (the server just
+	 * became ready: tenures open when it went down).
+	 */
+	int			history_ndbs;
+	Oid			history_dbs[TENURE_HISTORY_DBS];
+	bool		history_list;
+	Oid			history_list_after;
+	int64		history_due_mono;
 
 	/* the epoch clock (catalog.c's tenure_issue_epoch()) */
 	slock_t		clock_mutex;	/* protects the two fields below */
@@ -420,6 +440,37 @@ tenure_log_transitions_now(void)
 				(errmsg_plural("%d more lease transition not logged",
 							   "%d more lease transitions not logged",
 							   lost, lost)));
+}
+
+/*
+ * Database dbid has an end of a tenure to write to the history: the keeper
+ * starts the history writer for it from now + TENURE_HISTORY_DELAY_US.
+ */
+static void
+tenure_history_due(Oid dbid, int64 now)
+{
+	int			i;
+	int64		due = now + TENURE_HISTORY_DELAY_US;
+
+	AssertLockedExclusive();
+	for (i = 0; i < tenure_shared->history_ndbs; i++)
+		if (tenure_shared->history_dbs[i] == dbid)
+			break;
+	if (i == tenure_shared->history_ndbs)
+	{
+		if (i < TENURE_HISTORY_DBS)
+			tenure_shared->history_dbs[tenure_shared->history_ndbs++] = dbid;
+		else
+		{
+			tenure_shared->history_list = true;
+			tenure_shared->history_list_after = InvalidOid;
+		}
+	}
+	if (tenure_shared->history_due_mono == 0 ||
+		due < tenure_shared->history_due_mono)
+		tenure_shared->history_due_mono = due;
+	if (due < tenure_shared->keeper_sleep_until)
+		tenure_shared->keeper_wake = true;
 }
 
 /*
@@ -921,6 +972,9 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 
 	lease->ended_mono = reason == TENURE_END_EXPIRED ? Min(expiry, now) : now;
 	lease->last_end_reason = reason;
+	/* ends outside a transaction reach the history soon (history.c) */
+	if (reason != TENURE_END_RELEASED && reason != TENURE_END_DROPPED)
+		tenure_history_due(lease->key.dbid, now);
 	lease->ended_wall = tenure_mono_to_wall(lease->ended_mono, now,
 											GetCurrentTimestamp());
 	lease->counters.last_change = lease->ended_wall;
@@ -2089,6 +2143,10 @@ tenure_state_keeper_start(void)
 	{
 		tenure_shared->ready_time = GetCurrentTimestamp();
 		tenure_shared->ready_mono = tenure_mono_now();
+		/* tenures open when the server went down end in the history now */
+		tenure_shared->history_list = true;
+		tenure_shared->history_list_after = InvalidOid;
+		tenure_shared->history_due_mono = tenure_shared->ready_mono;
 	}
 	LWLockRelease(tenure_shared->lock);
 }
@@ -2412,4 +2470,166 @@ tenure_state_keeper_pass(int64 now, int64 next, TenureRevoked *revoked,
 	if (changed)
 		tenure_changed(false);
 	return next;
+}
+
+/* ---------------------------------------------------------------------
+ * The history writer's work (history.c)
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The keeper's question: which run of the history writer to start now.
+ * Returns true with *dbid (InvalidOid: list the databases, from *after
+ * on) when one is due; otherwise false, with *due the time one will be
+ * (0: none).
+ */
+bool
+tenure_state_history_job(int64 now, Oid *dbid, Oid *after, int64 *due)
+{
+	bool		job = false;
+
+	*dbid = InvalidOid;
+	*after = InvalidOid;
+	*due = 0;
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	if (tenure_shared->history_list || tenure_shared->history_ndbs > 0)
+	{
+		if (now < tenure_shared->history_due_mono)
+			*due = tenure_shared->history_due_mono;
+		else if (tenure_shared->history_list)
+		{
+			*after = tenure_shared->history_list_after;
+			tenure_shared->history_list = false;
+			job = true;
+		}
+		else
+		{
+			*dbid = tenure_shared->history_dbs[0];
+			tenure_shared->history_dbs[0] =
+				tenure_shared->history_dbs[--tenure_shared->history_ndbs];
+			job = true;
+		}
+		if (tenure_shared->history_ndbs == 0 && !tenure_shared->history_list)
+			tenure_shared->history_due_mono = 0;
+	}
+	LWLockRelease(tenure_shared->lock);
+	return job;
+}
+
+/*
+ * A run of the history writer could not start (no free background worker
+ * slot): try the database again at "retry" (InvalidOid: the list).
+ */
+void
+tenure_state_history_retry(Oid dbid, Oid after, int64 retry)
+{
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	if (OidIsValid(dbid))
+		tenure_history_due(dbid, retry - TENURE_HISTORY_DELAY_US);
+	else
+	{
+		tenure_shared->history_list = true;
+		tenure_shared->history_list_after = after;
+		if (tenure_shared->history_due_mono == 0 ||
+			retry < tenure_shared->history_due_mono)
+			tenure_shared->history_due_mono = retry;
+	}
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * The listing run found these databases (in increasing OID order); if
+ * there were more than fit, it lists again from the last one given.
+ */
+void
+tenure_state_history_add_dbs(const Oid *dbids, int n, bool more)
+{
+	int			i;
+	int64		now = tenure_mono_now();
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < n; i++)
+		tenure_history_due(dbids[i], now - TENURE_HISTORY_DELAY_US);
+	if (more && n > 0)
+	{
+		tenure_shared->history_list = true;
+		tenure_shared->history_list_after = dbids[n - 1];
+	}
+	LWLockRelease(tenure_shared->lock);
+	tenure_wake_keeper();
+}
+
+/*
+ * Room the listing run has for databases before it must stop.
+ */
+int
+tenure_state_history_room(void)
+{
+	return TENURE_HISTORY_DBS;
+}
+
+/*
+ * The ends of tenures of database dbid not yet in the history; a palloc'd
+ * array of *count elements.
+ */
+TenureEnded *
+tenure_state_history_pending(Oid dbid, int *count)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	TenureEnded *ends;
+	long		room;
+	int			n;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	room = hash_get_num_entries(tenure_leases) + 16;
+	LWLockRelease(tenure_shared->lock);
+	for (;;)
+	{
+		ends = palloc_extended(sizeof(TenureEnded) * room, MCXT_ALLOC_HUGE);
+		n = 0;
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		if (hash_get_num_entries(tenure_leases) <= room)
+		{
+			hash_seq_init(&scan, tenure_leases);
+			while ((lease = hash_seq_search(&scan)) != NULL)
+			{
+				TenureEnded *e;
+
+				if (lease->key.dbid != dbid || lease->dropped ||
+					lease->ended_reason == TENURE_END_NONE)
+					continue;
+				e = &ends[n++];
+				e->key = lease->key;
+				e->epoch = lease->ended_epoch;
+				e->reason = tenure_end_reason_name(lease->ended_reason);
+				e->ended = lease->ended_wall;
+			}
+			LWLockRelease(tenure_shared->lock);
+			break;
+		}
+		room = hash_get_num_entries(tenure_leases) + 16;
+		LWLockRelease(tenure_shared->lock);
+		pfree(ends);
+	}
+	*count = n;
+	return ends;
+}
+
+/*
+ * The end of the lease's tenure at "epoch" is in the history (its
+ * transaction committed): nothing left to write, unless another tenure
+ * has ended since.
+ */
+void
+tenure_state_history_written(const TenureKey *key, int64 epoch)
+{
+	TenureLease *lease;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease != NULL && lease->ended_reason != TENURE_END_NONE &&
+		lease->ended_epoch == epoch)
+		lease->ended_reason = TENURE_END_NONE;
+	LWLockRelease(tenure_shared->lock);
 }

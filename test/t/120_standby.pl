@@ -158,8 +158,8 @@ is( $standby->safe_psql(
 		'postgres',
 		"SELECT end_reason FROM tenure.history WHERE lease = 'st' AND epoch = $claimed"
 	),
-	'server restart',
-	'promoted: the history closes the primary\'s open tenure');
+	'promoted',
+	'promoted: the history closes the primary\'s open tenure as "promoted"');
 $standby->safe_psql('postgres', "SELECT tenure.fence_table('plain_t', 'spare')");
 is( $standby->safe_psql(
 		'postgres', "SELECT lease FROM tenure.fenced WHERE tbl = 'plain_t'::regclass"),

@@ -1,0 +1,188 @@
+/*-------------------------------------------------------------------------
+ *
+ * history.c
+ *		The history writer: a short-lived background worker that writes to
+ *		tenure.history the ends of tenures that happen outside any
+ *		transaction (expiry, session end, revocation) and closes the
+ *		tenures left open when the server went down (restart, crash,
+ *		promotion), soon after they happen rather than at the lease's next
+ *		tenure.
+ *
+ * The keeper starts it (keeper.c), one run at a time, when shared memory
+ * says a database has such ends (state.c, tenure_state_history_job()):
+ *
+ * - a run for a database connects to it, and in one transaction closes
+ *   the rows of earlier server starts and the rows of the tenures shared
+ *   memory saw end, then tells shared memory which ends are written;
+ * - a listing run, after the server became ready, connects to no
+ *   database, reads pg_database (a shared catalog) and queues a run for
+ *   every database that accepts connections.
+ *
+ * A database without pg_tenure costs a connection and a catalog lookup.
+ * Nothing here is needed for correctness: the next tenure of a lease still
+ * closes whatever is left open (catalog.c, tenure_history_close()).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_database.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+
+#include "pg_tenure.h"
+
+/*
+ * Start a run of the history writer for database dbid, or the listing run
+ * (dbid InvalidOid, listing databases with OIDs above "after"); its start
+ * and exit set the keeper's latch.  NULL if no background worker slot is
+ * free.
+ */
+BackgroundWorkerHandle *
+tenure_history_launch(Oid dbid, Oid after)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(worker.bgw_library_name, "pg_tenure", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "tenure_history_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "pg_tenure history", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "pg_tenure history", BGW_MAXLEN);
+	worker.bgw_main_arg = ObjectIdGetDatum(dbid);
+	memcpy(worker.bgw_extra, &after, sizeof(Oid));
+	worker.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		return NULL;
+	return handle;
+}
+
+/*
+ * The listing run: queue a run for every database that accepts
+ * connections, in OID order from "after" on, as many as shared memory has
+ * room for.
+ */
+static void
+tenure_history_list(Oid after)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	int			room = tenure_state_history_room();
+	int			size = 64;
+	Oid		   *dbids = palloc(sizeof(Oid) * size);
+	int			n = 0;
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (!db->datallowconn || db->oid <= after)
+			continue;
+		if (n == size)
+		{
+			size *= 2;
+			dbids = repalloc(dbids, sizeof(Oid) * size);
+		}
+		dbids[n++] = db->oid;
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+
+	qsort(dbids, n, sizeof(Oid), oid_cmp);
+	tenure_state_history_add_dbs(dbids, Min(n, room), n > room);
+}
+
+/*
+ * A run for the database this worker is connected to.
+ */
+static void
+tenure_history_write(void)
+{
+	TenureEnded *ends;
+	int			count;
+	int			i;
+	Oid			nsp;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "writing ends of tenures to tenure.history");
+
+	nsp = get_namespace_oid("tenure", true);
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("history", nsp)) ||
+		!OidIsValid(get_relname_relid("lease", nsp)))
+	{
+		/* no pg_tenure here */
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		return;
+	}
+
+	ends = tenure_state_history_pending(MyDatabaseId, &count);
+	{
+		TenureSpi	spi;
+
+		tenure_spi_begin(&spi);
+		tenure_history_close_restarted();
+		for (i = 0; i < count; i++)
+			tenure_history_close_ended(ends[i].key.name, ends[i].epoch,
+									   ends[i].reason, ends[i].ended);
+		tenure_spi_end(&spi);
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	for (i = 0; i < count; i++)
+		tenure_state_history_written(&ends[i].key, ends[i].epoch);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Entry point of a run of the history writer.
+ */
+void
+tenure_history_main(Datum arg)
+{
+	Oid			dbid = DatumGetObjectId(arg);
+	Oid			after;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	tenure_require_loaded();
+
+	memcpy(&after, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	if (!OidIsValid(dbid))
+	{
+		BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+		tenure_history_list(after);
+	}
+	else
+	{
+		BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+		tenure_history_write();
+	}
+	proc_exit(0);
+}
