@@ -31,7 +31,9 @@ CREATE TABLE tenure.lease (
 	-- N of the view tenure.fence_lock_N whose lock is the lease's fence
 	-- lock; create_lease picks the least used
 	fence_lock smallint NOT NULL DEFAULT 0 CHECK (fence_lock BETWEEN 0 AND 15),
-	created timestamptz NOT NULL DEFAULT pg_catalog.now()
+	created timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	-- the holder the lease should be handed over to (tenure.set_preferred)
+	preferred text CHECK (pg_catalog.octet_length(preferred) BETWEEN 1 AND 127)
 );
 COMMENT ON TABLE tenure.lease IS
 	'Leases of this database: settings, owner and the latest epoch issued (written only through pg_tenure''s functions)';
@@ -45,7 +47,8 @@ CREATE TABLE tenure.history (
 	ended timestamptz,
 	end_reason text
 		CHECK (end_reason IN ('released', 'expired', 'session ended', 'revoked',
-							  'claimed', 'server restart', 'promoted', 'dropped')),
+							  'claimed', 'handed over', 'server restart', 'promoted',
+							  'dropped')),
 	boot_id bigint NOT NULL,
 	-- the lease's base, issued_sysid and issued_tli when the epoch was
 	-- issued: create_lease continues a dropped lease from its newest row
@@ -99,14 +102,23 @@ $$;
 
 CREATE FUNCTION tenure.create_lease(lease text, ttl interval DEFAULT '15 s',
 									holdoff interval DEFAULT NULL,
-									lock_key bigint DEFAULT NULL)
+									lock_key bigint DEFAULT NULL,
+									preferred text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'tenure_create_lease'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION tenure.create_lease(text, interval, interval, bigint) IS
+COMMENT ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text) IS
 	'Create a lease owned by the current role';
-REVOKE ALL ON FUNCTION tenure.create_lease(text, interval, interval, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text) FROM PUBLIC;
+
+CREATE FUNCTION tenure.set_preferred(lease text, preferred text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'tenure_set_preferred'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION tenure.set_preferred(text, text) IS
+	'Name the holder the lease should be handed over to when it waits for it (NULL: none)';
 
 CREATE FUNCTION tenure.drop_lease(lease text)
 RETURNS void
@@ -173,6 +185,14 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.claim_epoch(text, text) IS
 	'Start a new epoch within the holder''s tenure, fencing off its older tokens';
 
+CREATE FUNCTION tenure.handoff(lease text, holder text, successor text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'tenure_handoff'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION tenure.handoff(text, text, text) IS
+	'End the holder''s tenure and give the lease, at a new epoch and with no gap, to a successor waiting in acquire';
+
 CREATE FUNCTION tenure.await_change(lease text, known_epoch bigint,
 									known_holder text DEFAULT NULL,
 									timeout interval DEFAULT '30 s',
@@ -231,7 +251,8 @@ SELECT l.name AS lease,
 	   ARRAY(SELECT f.tbl FROM tenure.fenced f
 			 WHERE f.lease OPERATOR(pg_catalog.=) l.name
 			 ORDER BY f.tbl::pg_catalog.text) AS fences,
-	   pg_catalog.format('tenure.fence_lock_%s', l.fence_lock)::pg_catalog.regclass AS fence_lock
+	   pg_catalog.format('tenure.fence_lock_%s', l.fence_lock)::pg_catalog.regclass AS fence_lock,
+	   l.preferred
   FROM tenure.lease l
   LEFT JOIN tenure._lease_state() s ON s.lease OPERATOR(pg_catalog.=) l.name;
 COMMENT ON VIEW tenure.leases IS
@@ -241,7 +262,7 @@ GRANT SELECT ON tenure.leases TO PUBLIC;
 CREATE FUNCTION tenure._lease_stats(
 	OUT lease text, OUT tenures bigint, OUT released bigint,
 	OUT expired bigint, OUT session_ended bigint, OUT revoked bigint,
-	OUT server_restart bigint, OUT claims bigint,
+	OUT server_restart bigint, OUT handed_over bigint, OUT claims bigint,
 	OUT fenced_writes bigint, OUT fenced_writes_rejected bigint,
 	OUT fenced_commits bigint, OUT fenced_commits_rejected bigint,
 	OUT waiters integer, OUT last_change timestamptz,
@@ -260,6 +281,7 @@ SELECT l.name AS lease,
 	   COALESCE(s.session_ended, 0) AS session_ended,
 	   COALESCE(s.revoked, 0) AS revoked,
 	   COALESCE(s.server_restart, 0) AS server_restart,
+	   COALESCE(s.handed_over, 0) AS handed_over,
 	   COALESCE(s.claims, 0) AS claims,
 	   COALESCE(s.fenced_writes, 0) AS fenced_writes,
 	   COALESCE(s.fenced_writes_rejected, 0) AS fenced_writes_rejected,
@@ -281,6 +303,22 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tenure.stats_reset(text) IS
 	'Zero the counters of tenure.lease_stats for one lease of this database, or all (NULL)';
 REVOKE ALL ON FUNCTION tenure.stats_reset(text) FROM PUBLIC;
+
+CREATE FUNCTION tenure._waiters(
+	OUT lease text, OUT holder text, OUT session_bound boolean,
+	OUT pid integer, OUT since timestamptz, OUT handed boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'tenure_waiters'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION tenure._waiters() IS
+	'Sessions waiting in acquire in this database (internal; use tenure.waiters)';
+
+CREATE VIEW tenure.waiters AS
+SELECT w.lease, w.holder, w.session_bound, w.pid, w.since
+  FROM tenure._waiters() w;
+COMMENT ON VIEW tenure.waiters IS
+	'Who waits in tenure.acquire(..., wait => ...) for which lease: the candidates tenure.handoff() can hand a lease to';
+GRANT SELECT ON tenure.waiters TO PUBLIC;
 
 --
 -- Fencing

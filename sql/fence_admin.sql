@@ -10,7 +10,7 @@ SET search_path = public;
 CREATE ROLE tenure_test_fence_owner;
 CREATE ROLE tenure_test_fence_other;
 GRANT USAGE ON SCHEMA tenure TO tenure_test_fence_owner, tenure_test_fence_other;
-GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint)
+GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text)
   TO tenure_test_fence_owner;
 
 CREATE TABLE fence_admin_t (id int, who text);
@@ -204,7 +204,7 @@ DROP TABLE fence_admin_p_t;
 SELECT tenure.drop_lease('fence_admin_p');
 
 DROP TABLE fence_admin_t, fence_admin_u;
-REVOKE EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint)
+REVOKE EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text)
   FROM tenure_test_fence_owner;
 REVOKE USAGE ON SCHEMA tenure FROM tenure_test_fence_owner, tenure_test_fence_other;
 DROP ROLE tenure_test_fence_owner;

@@ -28,7 +28,7 @@ CREATE ROLE tenure_test_b NOLOGIN;
 CREATE ROLE tenure_test_c NOLOGIN;
 CREATE ROLE tenure_test_d NOLOGIN;
 GRANT tenure_test_a TO tenure_test_c;
-GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint)
+GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text)
 	TO tenure_test_a, tenure_test_b;
 
 -- b's schema: operators and a function that shadow pg_catalog's for

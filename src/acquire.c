@@ -248,7 +248,12 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 
 		now = tenure_mono_now();
 		if (now >= deadline)
-			break;				/* held by someone else */
+		{
+			/* a handoff() to us is committing: its commit wakes us */
+			if (!(waiting && tenure_state_handoff_incoming()))
+				break;			/* held by someone else */
+			deadline = now + 1000;
+		}
 
 		/* sleep until woken, the holder's expiry, or the deadline */
 		sleep_ms = (long) ((deadline - now + 999) / 1000);
@@ -259,7 +264,7 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 		if (!waiting)
 		{
 			/* counted in tenure.lease_stats until we stop */
-			tenure_state_waiting(&key);
+			tenure_state_waiting(&key, holder, session_bound);
 			waiting = true;
 		}
 		(void) tenure_state_wait(sleep_ms);
@@ -268,7 +273,7 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	if (wait_us > 0)
 		tenure_state_cancel_wait();
 	if (waiting)
-		tenure_state_waiting(NULL);
+		tenure_state_waiting(NULL, NULL, false);
 	if (!reserved)
 		return epoch;			/* the renewed tenure's, or 0 */
 

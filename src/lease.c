@@ -37,6 +37,8 @@ PG_FUNCTION_INFO_V1(tenure_release);
 PG_FUNCTION_INFO_V1(tenure_leader_is);
 PG_FUNCTION_INFO_V1(tenure_current_epoch);
 PG_FUNCTION_INFO_V1(tenure_claim_epoch);
+PG_FUNCTION_INFO_V1(tenure_handoff);
+PG_FUNCTION_INFO_V1(tenure_set_preferred);
 
 /*
  * Queue a NOTIFY on channel "tenure", delivered if the transaction commits,
@@ -70,9 +72,11 @@ Datum
 tenure_create_lease(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
+	char	   *preferred = PG_ARGISNULL(4) ? NULL :
+		tenure_arg_text(fcinfo, 4, "preferred", TENURE_HOLDER_MAX);
 	TenureSpi	spi;
-	Datum		args[5];
-	bool		nulls[5] = {false, false, false, false, false};
+	Datum		args[6];
+	bool		nulls[6] = {false, false, false, false, false, false};
 
 	tenure_require_loaded();
 	tenure_arg_interval(fcinfo, 1, "ttl", false, TENURE_MAX_INTERVAL_US);
@@ -111,6 +115,8 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 	args[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
 	nulls[3] = PG_ARGISNULL(3);
 	args[4] = Int64GetDatum((int64) spi.save_userid);
+	args[5] = preferred ? CStringGetTextDatum(preferred) : (Datum) 0;
+	nulls[5] = (preferred == NULL);
 
 	/*
 	 * A lease created again under an old name continues that name's epochs,
@@ -124,7 +130,7 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 	 * n^2.
 	 */
 	tenure_spi_exec("INSERT INTO tenure.lease (name, ttl, holdoff, lock_key, owner,"
-					" epoch, base, issued_sysid, issued_tli, fence_lock)"
+					" epoch, base, issued_sysid, issued_tli, fence_lock, preferred)"
 					" SELECT $1, $2, $3, $4, $5::pg_catalog.oid::pg_catalog.regrole,"
 					" COALESCE(h.epoch, 0), COALESCE(h.base, 0), h.issued_sysid, h.issued_tli,"
 					" CASE WHEN (SELECT pg_catalog.count(*) FROM (SELECT FROM tenure.lease LIMIT 64) few)"
@@ -133,11 +139,11 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 					"   ORDER BY (SELECT pg_catalog.count(*) FROM tenure.lease l"
 					"             WHERE l.fence_lock OPERATOR(pg_catalog.=) s), s LIMIT 1)"
 					" ELSE (SELECT (l.fence_lock OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.%) " CppAsString2(TENURE_FENCE_LOCKS)
-					"   FROM tenure.lease l ORDER BY l.id DESC LIMIT 1) END"
+					"   FROM tenure.lease l ORDER BY l.id DESC LIMIT 1) END, $6"
 					" FROM (SELECT) one LEFT JOIN (SELECT epoch, base, issued_sysid, issued_tli"
 					"  FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
 					"  ORDER BY epoch DESC LIMIT 1) h ON true",
-					"tvvii", args, nulls, SPI_OK_INSERT);
+					"tvviit", args, nulls, SPI_OK_INSERT);
 
 	tenure_spi_end(&spi);
 	PG_RETURN_VOID();
@@ -483,4 +489,117 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	tenure_txn_remember(TENURE_ACT_CLAIM, &key, epoch, 0);
 	tenure_notify("claimed", name, holder, epoch);
 	PG_RETURN_INT64(epoch);
+}
+
+/*
+ * tenure.handoff(lease, holder, successor) returns bigint
+ *
+ * The holder ends its tenure and, in the same transaction, successor,
+ * which must be waiting in tenure.acquire(lease, successor, wait => ...)
+ * both now and when the transaction commits, receives a new tenure with a
+ * new epoch (returned), session-bound if its acquire asked for it, active
+ * at once: the predecessor gave up explicitly.  Like a claim, the new epoch
+ * fences the holder's tokens, and the fence lock is taken at COMMIT.
+ * Anything short of that is an error, and nothing changes.
+ */
+Datum
+tenure_handoff(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_lease(fcinfo, 0);
+	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
+	char	   *successor = tenure_arg_text(fcinfo, 2, "successor", TENURE_HOLDER_MAX);
+	TenureSpi	spi;
+	TenureRow	row;
+	TenureKey	key;
+	int64		old_epoch;
+	int64		epoch;
+	bool		session_bound;
+	TenureHandoffCheck check;
+	Datum		args[2];
+
+	tenure_require_loaded();
+	tenure_require_primary(fcinfo);
+	if (strcmp(holder, successor) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot hand lease \"%s\" over to its own holder \"%s\"",
+						name, holder)));
+
+	tenure_spi_begin(&spi);
+	tenure_load_row(name, &row, false);
+	tenure_check_owner(name, row.owner, spi.save_userid);
+	tenure_make_key(&key, MyDatabaseId, name);
+
+	/* checked before and after the epoch's row lock, like a claim */
+	for (int pass = 0; pass < 2; pass++)
+	{
+		check = tenure_state_handoff_check(&key, holder, successor,
+										   &old_epoch, &session_bound);
+		if (check == TENURE_HANDOFF_NOT_HOLDER)
+			ereport(ERROR,
+					(errcode(ERRCODE_TENURE_LEASE_HELD),
+					 errmsg("\"%s\" does not hold lease \"%s\"", holder, name),
+					 errhint("Only the current holder of a lease can hand it over, once its tenure has committed.")));
+		if (check == TENURE_HANDOFF_BUSY)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("lease \"%s\" is being handed over already", name)));
+		if (check == TENURE_HANDOFF_NOT_WAITING)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("\"%s\" is not waiting for lease \"%s\"", successor, name),
+					 errhint("The successor must be waiting in tenure.acquire(..., wait => ...) for the lease.")));
+		if (pass == 0)
+			epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key));
+	}
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(old_epoch);
+	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
+					" end_reason = 'handed over'"
+					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
+					" AND epoch OPERATOR(pg_catalog.<=) $2",
+					"ti", args, NULL, SPI_OK_UPDATE);
+	tenure_history_start(name, epoch, successor, session_bound);
+	tenure_spi_end(&spi);
+
+	tenure_txn_remember_handoff(&key, epoch, old_epoch, holder, successor,
+								session_bound);
+	tenure_notify("handed over", name, successor, epoch);
+	PG_RETURN_INT64(epoch);
+}
+
+/*
+ * tenure.set_preferred(lease, preferred) returns void
+ *
+ * Name the holder the lease should go to when it campaigns (NULL: none).
+ * pg_tenure records it for clients (tenure.leases); a holder that sees the
+ * preferred holder waiting (tenure.waiters) hands the lease over with
+ * tenure.handoff().
+ */
+Datum
+tenure_set_preferred(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_lease(fcinfo, 0);
+	char	   *preferred = PG_ARGISNULL(1) ? NULL :
+		tenure_arg_text(fcinfo, 1, "preferred", TENURE_HOLDER_MAX);
+	TenureSpi	spi;
+	TenureRow	row;
+	Datum		args[2];
+	bool		nulls[2] = {false, false};
+
+	tenure_require_loaded();
+	tenure_require_primary(fcinfo);
+
+	tenure_spi_begin(&spi);
+	tenure_load_row(name, &row, true);
+	tenure_check_owner(name, row.owner, spi.save_userid);
+	args[0] = CStringGetTextDatum(name);
+	args[1] = preferred ? CStringGetTextDatum(preferred) : (Datum) 0;
+	nulls[1] = (preferred == NULL);
+	tenure_spi_exec("UPDATE tenure.lease SET preferred = $2"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
+					"tt", args, nulls, SPI_OK_UPDATE);
+	tenure_spi_end(&spi);
+	PG_RETURN_VOID();
 }

@@ -41,6 +41,7 @@ PG_FUNCTION_INFO_V1(tenure_await_change);
 PG_FUNCTION_INFO_V1(tenure_shared_memory_bytes);
 PG_FUNCTION_INFO_V1(tenure_lease_stats);
 PG_FUNCTION_INFO_V1(tenure_stats_reset);
+PG_FUNCTION_INFO_V1(tenure_waiters);
 
 /* how often await_change reads the table during recovery */
 #define TENURE_STANDBY_POLL_MS	100L
@@ -342,8 +343,8 @@ tenure_lease_stats(PG_FUNCTION_ARGS)
 	{
 		TenureLeaseStats *st = &stats[i];
 		TenureCounters *c = &st->counters;
-		Datum		values[15];
-		bool		nulls[15];
+		Datum		values[16];
+		bool		nulls[16];
 		int			j;
 
 		memset(nulls, 0, sizeof(nulls));
@@ -354,21 +355,22 @@ tenure_lease_stats(PG_FUNCTION_ARGS)
 		values[4] = Int64GetDatum((int64) c->session_ended);
 		values[5] = Int64GetDatum((int64) c->revoked);
 		values[6] = Int64GetDatum((int64) c->restarted);
-		values[7] = Int64GetDatum((int64) c->claims);
+		values[7] = Int64GetDatum((int64) c->handed_over);
+		values[8] = Int64GetDatum((int64) c->claims);
 		for (j = 0; j < TENURE_FENCED_KINDS; j++)
-			values[8 + j] = Int64GetDatum((int64) st->fenced[j]);
-		values[12] = Int32GetDatum(st->waiters);
-		values[13] = TimestampTzGetDatum(c->last_change);
-		nulls[13] = (c->last_change == 0);
+			values[9 + j] = Int64GetDatum((int64) st->fenced[j]);
+		values[13] = Int32GetDatum(st->waiters);
+		values[14] = TimestampTzGetDatum(c->last_change);
+		nulls[14] = (c->last_change == 0);
 		if (c->last_gap_us >= 0)
 		{
 			Interval   *gap = palloc0(sizeof(Interval));
 
 			gap->time = c->last_gap_us;
-			values[14] = IntervalPGetDatum(gap);
+			values[15] = IntervalPGetDatum(gap);
 		}
 		else
-			nulls[14] = true;
+			nulls[15] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	pfree(stats);
@@ -390,4 +392,44 @@ tenure_stats_reset(PG_FUNCTION_ARGS)
 	tenure_require_loaded();
 	tenure_state_stats_reset(MyDatabaseId, name);
 	PG_RETURN_VOID();
+}
+
+/*
+ * tenure._waiters() returns setof record
+ *
+ * The sessions of this database waiting in acquire(wait), for
+ * tenure.waiters.
+ */
+Datum
+tenure_waiters(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TenureWaiterInfo *waiters;
+	int			count;
+	int			i;
+	int64		now_mono;
+	TimestampTz now_wall;
+
+	tenure_require_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+
+	now_mono = tenure_mono_now();
+	now_wall = GetCurrentTimestamp();
+	waiters = tenure_state_waiters(MyDatabaseId, &count);
+	for (i = 0; i < count; i++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+
+		values[0] = CStringGetTextDatum(waiters[i].lease);
+		values[1] = CStringGetTextDatum(waiters[i].holder);
+		values[2] = BoolGetDatum(waiters[i].session_bound);
+		values[3] = Int32GetDatum(waiters[i].pid);
+		values[4] = TimestampTzGetDatum(tenure_mono_to_wall(waiters[i].since_mono,
+															now_mono, now_wall));
+		values[5] = BoolGetDatum(waiters[i].handed);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	pfree(waiters);
+	return (Datum) 0;
 }

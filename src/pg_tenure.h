@@ -176,10 +176,22 @@ typedef struct TenureCounters
 	uint64		session_ended;
 	uint64		revoked;
 	uint64		restarted;		/* open when the server went down */
+	uint64		handed_over;
 	uint64		claims;
 	TimestampTz last_change;	/* 0: none */
 	int64		last_gap_us;	/* last hand-over gap; -1: none */
 } TenureCounters;
+
+/* A session waiting in acquire(wait), as tenure.waiters shows it. */
+typedef struct TenureWaiterInfo
+{
+	char		lease[TENURE_NAME_MAX + 1];
+	char		holder[TENURE_HOLDER_MAX + 1];
+	bool		session_bound;
+	int			pid;
+	int64		since_mono;
+	bool		handed;
+} TenureWaiterInfo;
 
 /* An end of a tenure not yet written to tenure.history. */
 typedef struct TenureEnded
@@ -267,7 +279,32 @@ extern void tenure_state_fence(const TenureKey *key, int64 now,
 							   TenureFenceView *view);
 extern void tenure_state_fence_rejected(const TenureKey *key,
 										TenureFencedKind kind);
-extern void tenure_state_waiting(const TenureKey *key);
+extern void tenure_state_waiting(const TenureKey *key, const char *holder,
+								 bool session_bound);
+extern bool tenure_state_handoff_incoming(void);
+extern TenureWaiterInfo *tenure_state_waiters(Oid dbid, int *count);
+
+/* Whether a handoff() may go ahead (tenure_state_handoff_check()). */
+typedef enum TenureHandoffCheck
+{
+	TENURE_HANDOFF_OK,
+	TENURE_HANDOFF_NOT_HOLDER,	/* holder has no live tenure of the lease */
+	TENURE_HANDOFF_BUSY,		/* another handoff of it is committing */
+	TENURE_HANDOFF_NOT_WAITING	/* successor is not waiting for it */
+} TenureHandoffCheck;
+
+extern TenureHandoffCheck tenure_state_handoff_check(const TenureKey *key,
+													 const char *holder,
+													 const char *successor,
+													 int64 *epoch,
+													 bool *session_bound);
+extern TenureHandoffCheck tenure_state_handoff_commit(const TenureKey *key,
+													  const char *holder,
+													  const char *successor,
+													  int64 old_epoch,
+													  bool session_bound);
+extern void tenure_state_publish_handoff(const TenureKey *key, int64 epoch);
+extern bool tenure_state_cancel_handoff(const TenureKey *key);
 extern void tenure_state_waiting_done(void);
 extern TenureLeaseStats *tenure_state_stats(Oid dbid, int *count);
 extern void tenure_state_stats_reset(Oid dbid, const char *name);
@@ -328,13 +365,18 @@ typedef enum TenureActionKind
 	TENURE_ACT_CLAIM,
 	TENURE_ACT_RELEASE,
 	TENURE_ACT_DROP,
-	TENURE_ACT_DROP_DATABASE_LEASES	/* key.dbid: DROP EXTENSION or DATABASE */
+	TENURE_ACT_DROP_DATABASE_LEASES,	/* key.dbid: DROP EXTENSION or DATABASE */
+	TENURE_ACT_HANDOFF
 } TenureActionKind;
 
 extern void tenure_txn_init(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
 extern void tenure_txn_issued(uint64 token, int64 epoch);
+extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
+										int64 old_epoch, const char *holder,
+										const char *successor,
+										bool session_bound);
 extern void tenure_txn_drop_database_leases(Oid dbid);
 
 /* catalog.c: an SPI session as the owner of pg_tenure's tables */

@@ -114,8 +114,26 @@ typedef enum TenureEndReason
 	TENURE_END_EXPIRED,
 	TENURE_END_SESSION,
 	TENURE_END_REVOKED,
-	TENURE_END_DROPPED
+	TENURE_END_DROPPED,
+	TENURE_END_HANDED			/* written by handoff() itself */
 } TenureEndReason;
+
+/*
+ * A backend waiting in acquire(wait) for a lease held by someone else, in
+ * its slot of tenure_waiters (one per backend, written by its owner under
+ * the LWLock exclusive; pid 0: not waiting).
+ */
+typedef struct TenureWaiter
+{
+	int			pid;
+	TimestampTz start;			/* the backend's MyStartTimestamp */
+	TenureKey	key;
+	char		holder[TENURE_HOLDER_MAX + 1];
+	bool		session_bound;	/* what its acquire() asked for */
+	int64		since_mono;
+	bool		handed;			/* a handoff() to it is committing: it
+								 * waits for that before it gives up */
+} TenureWaiter;
 
 /*
  * One lease in shared memory.  Entries are created the first time a lease
@@ -175,6 +193,16 @@ typedef struct TenureLease
 									 * kept until then (see tenure_end()) */
 	bool		keeper_queued;	/* in the keeper's queue */
 
+	/*
+	 * A handoff() past its PRE_COMMIT check: its COMMIT makes the waiter in
+	 * slot handoff_slot the holder.  Until then the tenure neither expires
+	 * nor can be reserved.
+	 */
+	bool		handoff_pending;
+	int			handoff_pid;	/* the backend committing it */
+	int			handoff_slot;
+	TenureWaiter handoff_to;	/* the waiter, as it was then */
+
 	/* tenure.lease_stats, since the entry was loaded or its stats reset */
 	int64		ended_mono;		/* when the latest tenure ended; 0: none */
 	TenureEndReason last_end_reason;	/* ... and why (ended_reason is
@@ -183,16 +211,6 @@ typedef struct TenureLease
 	pg_atomic_uint64 fenced[TENURE_FENCED_KINDS];	/* under it in either mode */
 } TenureLease;
 
-/*
- * A backend waiting in acquire(wait) for a lease held by someone else, in
- * its slot of tenure_waiters (one per backend, written by its owner under
- * the LWLock exclusive; pid 0: not waiting).
- */
-typedef struct TenureWaiter
-{
-	int			pid;
-	TenureKey	key;
-} TenureWaiter;
 
 /*
  * How long the keeper keeps the advisory lock of a lease without lock_key
@@ -967,13 +985,15 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 	 * the ttl, unless it said it was done.  An earlier holder whose belief
 	 * delayed this tenure's start may still believe: keep its bound.
 	 */
-	if (reason != TENURE_END_RELEASED && reason != TENURE_END_DROPPED)
+	if (reason != TENURE_END_RELEASED && reason != TENURE_END_DROPPED &&
+		reason != TENURE_END_HANDED)
 		lease->pred_expiry_mono = Max(lease->pred_expiry_mono, expiry);
 
 	lease->ended_mono = reason == TENURE_END_EXPIRED ? Min(expiry, now) : now;
 	lease->last_end_reason = reason;
 	/* ends outside a transaction reach the history soon (history.c) */
-	if (reason != TENURE_END_RELEASED && reason != TENURE_END_DROPPED)
+	if (reason != TENURE_END_RELEASED && reason != TENURE_END_DROPPED &&
+		reason != TENURE_END_HANDED)
 		tenure_history_due(lease->key.dbid, now);
 	lease->ended_wall = tenure_mono_to_wall(lease->ended_mono, now,
 											GetCurrentTimestamp());
@@ -991,6 +1011,9 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 			break;
 		case TENURE_END_REVOKED:
 			lease->counters.revoked++;
+			break;
+		case TENURE_END_HANDED:
+			lease->counters.handed_over++;
 			break;
 		case TENURE_END_DROPPED:
 		case TENURE_END_NONE:
@@ -1061,6 +1084,8 @@ tenure_end_reason_name(TenureEndReason reason)
 			return "revoked";
 		case TENURE_END_DROPPED:
 			return "dropped";
+		case TENURE_END_HANDED:
+			return "handed over";
 	}
 	return NULL;
 }
@@ -1249,9 +1274,11 @@ tenure_waiter_exit(int code, Datum arg)
 }
 
 void
-tenure_state_waiting(const TenureKey *key)
+tenure_state_waiting(const TenureKey *key, const char *holder,
+					 bool session_bound)
 {
 	int			slot = TENURE_MY_SLOT();
+	bool		handed = false;
 
 	if (slot < 0 || slot >= MaxBackends)
 		return;					/* not a backend that can wait */
@@ -1265,13 +1292,263 @@ tenure_state_waiting(const TenureKey *key)
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
 	if (key != NULL)
 	{
-		tenure_waiters[slot].key = *key;
-		tenure_waiters[slot].pid = MyProcPid;
+		TenureWaiter *w = &tenure_waiters[slot];
+
+		w->key = *key;
+		strlcpy(w->holder, holder, sizeof(w->holder));
+		w->session_bound = session_bound;
+		w->start = MyStartTimestamp;
+		w->since_mono = tenure_mono_now();
+		w->handed = false;
+		w->pid = MyProcPid;
 	}
 	else
+	{
+		handed = tenure_waiters[slot].handed;
 		tenure_waiters[slot].pid = 0;
+		tenure_waiters[slot].handed = false;
+	}
 	LWLockRelease(tenure_shared->lock);
 	tenure_waiting = (key != NULL);
+	/* a handoff to us that was committing finds us gone: let it finish */
+	if (handed)
+		ConditionVariableBroadcast(&tenure_shared->cv);
+}
+
+/*
+ * The sessions of database dbid waiting in acquire(wait); a palloc'd array
+ * of *count elements.
+ */
+TenureWaiterInfo *
+tenure_state_waiters(Oid dbid, int *count)
+{
+	TenureWaiterInfo *infos = palloc(sizeof(TenureWaiterInfo) * MaxBackends);
+	int			n = 0;
+	int			i;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	for (i = 0; i < MaxBackends; i++)
+	{
+		TenureWaiter *w = &tenure_waiters[i];
+
+		if (w->pid == 0 || w->key.dbid != dbid)
+			continue;
+		memcpy(infos[n].lease, w->key.name, sizeof(infos[n].lease));
+		memcpy(infos[n].holder, w->holder, sizeof(infos[n].holder));
+		infos[n].session_bound = w->session_bound;
+		infos[n].pid = w->pid;
+		infos[n].since_mono = w->since_mono;
+		infos[n].handed = w->handed;
+		n++;
+	}
+	LWLockRelease(tenure_shared->lock);
+	*count = n;
+	return infos;
+}
+
+/*
+ * Whether a handoff() to this waiting backend is committing: it is about
+ * to hold the lease, and must not give up waiting.
+ */
+bool
+tenure_state_handoff_incoming(void)
+{
+	int			slot = TENURE_MY_SLOT();
+	bool		handed;
+
+	if (!tenure_waiting || slot < 0 || slot >= MaxBackends)
+		return false;
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	handed = tenure_waiters[slot].pid == MyProcPid && tenure_waiters[slot].handed;
+	LWLockRelease(tenure_shared->lock);
+	return handed;
+}
+
+/*
+ * The waiter in acquire(wait) for the lease under holder name "successor",
+ * as a slot number, or -1.  Under the LWLock.
+ */
+static int
+tenure_find_waiter(const TenureKey *key, const char *successor)
+{
+	int			i;
+
+	AssertLocked();
+	for (i = 0; i < MaxBackends; i++)
+	{
+		TenureWaiter *w = &tenure_waiters[i];
+
+		if (w->pid != 0 && memcmp(&w->key, key, sizeof(TenureKey)) == 0 &&
+			strcmp(w->holder, successor) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * Whether holder may hand the lease over to successor now: holder's tenure
+ * is live (not one this transaction is acquiring), no other handoff of it
+ * is committing, and successor waits in acquire(wait) for it.
+ */
+TenureHandoffCheck
+tenure_state_handoff_check(const TenureKey *key, const char *holder,
+						   const char *successor, int64 *epoch,
+						   bool *session_bound)
+{
+	TenureLease *lease;
+	TenureHandoffCheck result;
+	int64		now = tenure_mono_now();
+	int			slot;
+
+	*epoch = 0;
+	*session_bound = false;
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease == NULL || lease->dropped || !tenure_is_live(lease, now) ||
+		strcmp(lease->holder, holder) != 0)
+		result = TENURE_HANDOFF_NOT_HOLDER;
+	else if (lease->handoff_pending)
+		result = TENURE_HANDOFF_BUSY;
+	else if ((slot = tenure_find_waiter(key, successor)) < 0)
+		result = TENURE_HANDOFF_NOT_WAITING;
+	else
+	{
+		result = TENURE_HANDOFF_OK;
+		*epoch = lease->epoch;
+		*session_bound = tenure_waiters[slot].session_bound;
+	}
+	LWLockRelease(tenure_shared->lock);
+	return result;
+}
+
+/*
+ * PRE_COMMIT of a handoff() that issued "epoch": the same checks again,
+ * and holder's tenure must still be the one at old_epoch.  On success the
+ * handoff is committing: the tenure neither expires nor can be reserved
+ * until its COMMIT (tenure_state_publish_handoff()) or abort
+ * (tenure_state_cancel_handoff()), and the waiter does not give up.
+ */
+TenureHandoffCheck
+tenure_state_handoff_commit(const TenureKey *key, const char *holder,
+							const char *successor, int64 old_epoch,
+							bool session_bound)
+{
+	TenureLease *lease;
+	TenureHandoffCheck result;
+	int64		now = tenure_mono_now();
+	int			slot = -1;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease == NULL || lease->dropped || !tenure_is_live(lease, now) ||
+		strcmp(lease->holder, holder) != 0 || lease->epoch != old_epoch)
+		result = TENURE_HANDOFF_NOT_HOLDER;
+	else if (lease->handoff_pending)
+		result = TENURE_HANDOFF_BUSY;
+	else if ((slot = tenure_find_waiter(key, successor)) < 0 ||
+			 tenure_waiters[slot].session_bound != session_bound)
+		result = TENURE_HANDOFF_NOT_WAITING;
+	else
+	{
+		result = TENURE_HANDOFF_OK;
+		lease->handoff_pending = true;
+		lease->handoff_pid = MyProcPid;
+		lease->handoff_slot = slot;
+		lease->handoff_to = tenure_waiters[slot];
+		tenure_waiters[slot].handed = true;
+	}
+	LWLockRelease(tenure_shared->lock);
+	return result;
+}
+
+/*
+ * A handoff() committed: holder's tenure ends ("handed over", already in
+ * the history) and the waiter becomes the holder at "epoch", active at
+ * once.  If the waiter left meanwhile (its wait was cancelled), the tenure
+ * is still its holder name's.  Between begin_update and end_update; cannot
+ * fail.
+ */
+void
+tenure_state_publish_handoff(const TenureKey *key, int64 epoch)
+{
+	TenureLease *lease;
+	TenureWaiter *w;
+	TenureTransition *t;
+	int64		now = tenure_mono_now();
+	char		prev_holder[TENURE_HOLDER_MAX + 1];
+	int64		prev_epoch;
+
+	AssertLockedExclusive();
+	lease = tenure_find(key);
+	if (lease == NULL || !lease->handoff_pending || lease->handoff_pid != MyProcPid)
+		return;
+	w = &lease->handoff_to;
+	lease->handoff_pending = false;
+	memcpy(prev_holder, lease->holder, sizeof(prev_holder));
+	prev_epoch = lease->epoch;
+	if (lease->state == TENURE_HELD)
+		tenure_end(lease, TENURE_END_HANDED, now);
+	/* handoff() wrote both rows of the history */
+	lease->ended_reason = TENURE_END_NONE;
+
+	lease->state = TENURE_HELD;
+	strlcpy(lease->holder, w->holder, sizeof(lease->holder));
+	lease->session_bound = w->session_bound;
+	lease->holder_pid = w->pid;
+	lease->holder_start = w->start;
+	lease->committing = false;
+	lease->pending_xid = InvalidTransactionId;
+	lease->pending_epoch = 0;
+	lease->acquired_mono = now;
+	lease->acquired_wall = GetCurrentTimestamp();
+	pg_atomic_write_u64(&lease->renewed_mono, (uint64) now);
+	lease->active_mono = now;	/* the predecessor gave up: no hold-off */
+	lease->epoch = Max(lease->epoch, epoch);
+	lease->lock_wanted = true;
+	lease->lock_failed = false;
+	if (!tenure_lease_tag_held(lease))
+		tenure_keeper_notice(lease);
+	tenure_keeper_due(tenure_expiry(lease));
+	lease->transitions++;
+	lease->history_starts++;
+	lease->counters.started++;
+	lease->counters.last_gap_us = 0;
+	lease->counters.last_change = lease->acquired_wall;
+	lease->ended_mono = 0;
+	if (tenure_waiters[lease->handoff_slot].pid == w->pid)
+		tenure_waiters[lease->handoff_slot].handed = false;
+
+	t = tenure_transition(TENURE_TRANSITION_START, lease);
+	if (t != NULL)
+	{
+		memcpy(t->holder, lease->holder, sizeof(t->holder));
+		t->epoch = lease->epoch;
+		t->has_prev = true;
+		memcpy(t->prev_holder, prev_holder, sizeof(t->prev_holder));
+		t->prev_epoch = prev_epoch;
+		t->prev_reason = TENURE_END_HANDED;
+		t->gap_us = 0;
+	}
+}
+
+/*
+ * A handoff() that passed its PRE_COMMIT check aborted: nothing changes.
+ * Returns whether it had passed it.  Between begin_update and end_update;
+ * cannot fail.
+ */
+bool
+tenure_state_cancel_handoff(const TenureKey *key)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	lease = tenure_find(key);
+	if (lease == NULL || !lease->handoff_pending || lease->handoff_pid != MyProcPid)
+		return false;
+	lease->handoff_pending = false;
+	if (tenure_waiters[lease->handoff_slot].pid == lease->handoff_to.pid)
+		tenure_waiters[lease->handoff_slot].handed = false;
+	return true;
 }
 
 /*
@@ -1282,7 +1559,7 @@ void
 tenure_state_waiting_done(void)
 {
 	if (tenure_waiting && tenure_state_attached())
-		tenure_state_waiting(NULL);
+		tenure_state_waiting(NULL, NULL, false);
 }
 
 /*
@@ -1673,10 +1950,24 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		return lease == NULL ? TENURE_RESERVE_NO_ENTRY : TENURE_RESERVE_DROPPED;
 	}
 
-	if (lease->state == TENURE_HELD && !tenure_is_live(lease, now))
+	if (lease->state == TENURE_HELD && !tenure_is_live(lease, now) &&
+		!lease->handoff_pending)
 	{
 		tenure_end(lease, TENURE_END_EXPIRED, now);
 		ended = true;
+	}
+
+	if (lease->handoff_pending)
+	{
+		/* being handed over: its commit wakes us */
+		memset(busy, 0, sizeof(TenureBusy));
+		strlcpy(busy->holder, lease->holder, sizeof(busy->holder));
+		busy->epoch = lease->epoch;
+		busy->since = lease->acquired_wall;
+		LWLockRelease(tenure_shared->lock);
+		if (ended)
+			tenure_changed(false);
+		return TENURE_RESERVE_BUSY;
 	}
 
 	if (tenure_pending_expired(lease, now) && !tenure_pending_mine(lease))
@@ -2303,7 +2594,8 @@ tenure_keeper_tend(TenureLease *lease, int64 now, bool let_go,
 
 	AssertLockedExclusive();
 	*linger = 0;
-	if (lease->state == TENURE_HELD && now >= tenure_expiry(lease))
+	if (lease->state == TENURE_HELD && now >= tenure_expiry(lease) &&
+		!lease->handoff_pending)
 	{
 		tenure_end(lease, TENURE_END_EXPIRED, now);
 		changed = true;

@@ -48,6 +48,11 @@ typedef struct TenureAction
 								 * lease's id */
 	uint64		token;			/* ACQUIRE: the pending reservation */
 	SubTransactionId subid;		/* subtransaction that made it */
+	/* HANDOFF: epoch is the successor's; old_epoch the holder's */
+	int64		old_epoch;
+	bool		session_bound;
+	char	   *holder;
+	char	   *successor;
 } TenureAction;
 
 static List *tenure_actions = NIL;
@@ -66,6 +71,30 @@ tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 	act->key = *key;
 	act->epoch = epoch;
 	act->token = token;
+	act->subid = GetCurrentSubTransactionId();
+	tenure_actions = lappend(tenure_actions, act);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Remember a handoff() of the current (sub)transaction: holder's tenure at
+ * old_epoch goes to successor at epoch when the transaction commits.
+ */
+void
+tenure_txn_remember_handoff(const TenureKey *key, int64 epoch, int64 old_epoch,
+							const char *holder, const char *successor,
+							bool session_bound)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	TenureAction *act = palloc0(sizeof(TenureAction));
+
+	act->kind = TENURE_ACT_HANDOFF;
+	act->key = *key;
+	act->epoch = epoch;
+	act->old_epoch = old_epoch;
+	act->session_bound = session_bound;
+	act->holder = pstrdup(holder);
+	act->successor = pstrdup(successor);
 	act->subid = GetCurrentSubTransactionId();
 	tenure_actions = lappend(tenure_actions, act);
 	MemoryContextSwitchTo(old);
@@ -115,6 +144,8 @@ tenure_txn_drop_database_leases(Oid dbid)
 static bool
 tenure_txn_cancel(TenureAction *act)
 {
+	if (act->kind == TENURE_ACT_HANDOFF)
+		return tenure_state_cancel_handoff(&act->key);
 	if (act->kind != TENURE_ACT_ACQUIRE)
 		return false;
 	return tenure_state_cancel(&act->key, act->token);
@@ -143,6 +174,9 @@ tenure_txn_publish(TenureAction *act, int64 now)
 			break;
 		case TENURE_ACT_DROP_DATABASE_LEASES:
 			tenure_state_drop_database(act->key.dbid, now);
+			break;
+		case TENURE_ACT_HANDOFF:
+			tenure_state_publish_handoff(&act->key, act->epoch);
 			break;
 	}
 }
@@ -186,6 +220,43 @@ tenure_txn_check_reservation(const TenureAction *act)
 }
 
 /*
+ * PRE_COMMIT of a handoff(): the holder must still hold the tenure it had,
+ * and the successor still wait; then the handoff is committing (see
+ * tenure_state_handoff_commit()).  An ERROR here aborts the transaction,
+ * the epoch and history rows it wrote with it.
+ */
+static void
+tenure_txn_check_handoff(const TenureAction *act)
+{
+	switch (tenure_state_handoff_commit(&act->key, act->holder, act->successor,
+										act->old_epoch, act->session_bound))
+	{
+		case TENURE_HANDOFF_OK:
+			break;
+		case TENURE_HANDOFF_NOT_HOLDER:
+			ereport(ERROR,
+					(errcode(ERRCODE_TENURE_LEASE_HELD),
+					 errmsg("handoff of lease \"%s\" failed: \"%s\" no longer holds it",
+							act->key.name, act->holder),
+					 errdetail("Its tenure ended, or its epoch changed, before the transaction committed.")));
+			break;
+		case TENURE_HANDOFF_BUSY:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("handoff of lease \"%s\" failed: another handoff of it is committing",
+							act->key.name)));
+			break;
+		case TENURE_HANDOFF_NOT_WAITING:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("handoff of lease \"%s\" failed: \"%s\" stopped waiting for it",
+							act->key.name, act->successor),
+					 errdetail("The successor must be waiting in tenure.acquire(..., wait => ...) until the handoff commits.")));
+			break;
+	}
+}
+
+/*
  * PRE_COMMIT: acquisitions must still hold their reservation; new tenures
  * and claims take their lease's fence lock in ExclusiveLock mode, fenced
  * writes in RowExclusiveLock mode, and are checked (fence.c).
@@ -201,13 +272,16 @@ tenure_txn_precommit(void)
 
 		if (act->kind == TENURE_ACT_ACQUIRE && act->epoch != 0)
 			tenure_txn_check_reservation(act);
+		if (act->kind == TENURE_ACT_HANDOFF)
+			tenure_txn_check_handoff(act);
 	}
 
 	foreach(lc, tenure_actions)
 	{
 		TenureAction *act = lfirst(lc);
 
-		if (act->kind != TENURE_ACT_ACQUIRE && act->kind != TENURE_ACT_CLAIM)
+		if (act->kind != TENURE_ACT_ACQUIRE && act->kind != TENURE_ACT_CLAIM &&
+			act->kind != TENURE_ACT_HANDOFF)
 			continue;
 		if (tenure_txn_effective(act))
 			tenure_fence_note(act->key.name, NULL, ExclusiveLock, -1);

@@ -51,7 +51,7 @@ sub fenced_write
 $src->safe_psql(
 	'app', q{
 	CREATE EXTENSION pg_tenure;
-	GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint) TO alice, bob;
+	GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text) TO alice, bob;
 	GRANT CREATE ON SCHEMA public TO alice, bob;
 	SET ROLE alice;
 	SELECT tenure.create_lease('orders-writer', ttl => '20 s', holdoff => '0');
@@ -105,7 +105,7 @@ my %compare = (
 	'owners of tables' =>
 	  "SELECT relname, relowner::regrole FROM pg_class WHERE relname ~ '^(orders|events)' AND relkind IN ('r', 'p') ORDER BY 1",
 	'privileges' =>
-	  "SELECT r, has_function_privilege(r, 'tenure.create_lease(text, interval, interval, bigint)', 'EXECUTE')"
+	  "SELECT r, has_function_privilege(r, 'tenure.create_lease(text, interval, interval, bigint, text)', 'EXECUTE')"
 	  . " FROM unnest(array['alice', 'bob', 'public']) r ORDER BY r");
 my %before = map { $_ => $src->safe_psql('app', $compare{$_}) } keys %compare;
 

@@ -63,7 +63,7 @@ $node->safe_psql(
 	'postgres', q{
 	CREATE ROLE lease_owner;
 	CREATE ROLE onlooker;
-	GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint) TO lease_owner;
+	GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text) TO lease_owner;
 	SET ROLE lease_owner;
 	SELECT tenure.create_lease(format('w%s', lpad(i::text, 2, '0')), '10 min', '0')
 	  FROM generate_series(1, 20) i;
