@@ -1,0 +1,117 @@
+# tenure.handoff() back and forth between two replicas, each waiting in
+# acquire(wait) while the other leads: every hand-over leaves exactly one
+# leader, the successor leads at once (no hold-off, gap 0) at a greater
+# epoch, the predecessor neither leads nor renews, and the history shows a
+# chain of "handed over" tenures.  A session-bound successor's tenure ends
+# with its session.  Waits are long (5 min), so that a missed wakeup makes
+# the test hang until its poll gives up and fail, never pass.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::Bin;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use TenureTest;
+
+my $node = tenure_node('handoff');
+# an automatic hold-off: a successor that had to wait for it would not lead
+# at once
+$node->safe_psql('postgres',
+	"SELECT tenure.create_lease('ho', ttl => '10 min', preferred => 'r2')");
+is($node->safe_psql('postgres', "SELECT preferred FROM tenure.leases WHERE lease = 'ho'"),
+	'r2', 'tenure.leases shows the preferred holder');
+
+my %session;
+for my $r ('r1', 'r2')
+{
+	$session{$r} = $node->background_psql('postgres', on_error_stop => 0);
+}
+
+# Start $r waiting for the lease (session-bound if $bound); returns at once.
+sub start_wait
+{
+	my ($r, $bound) = @_;
+	$session{$r}->query_until(qr/^start\n/m,
+		"\\echo start\nSELECT tenure.acquire('ho', '$r', wait => '5 min', session_bound => $bound);\n\\echo end\n");
+}
+
+# The epoch $r's waiting acquire returned.
+sub finish_wait
+{
+	my ($r) = @_;
+	my $out = $session{$r}->query_until(qr/^end\n/m, '');
+	$out =~ /^(\d+)\n/m or die "unexpected output of $r: $out";
+	return $1;
+}
+
+my $epoch = $node->safe_psql('postgres', "SELECT tenure.acquire('ho', 'r1')");
+my $leader = 'r1';
+my @chain = ("r1:$epoch");
+my $rounds = 10;
+my $ok = 1;
+for my $round (1 .. $rounds)
+{
+	my $next = $leader eq 'r1' ? 'r2' : 'r1';
+	my $bound = $round % 2 ? 'true' : 'false';
+
+	start_wait($next, $bound);
+	wait_until("$next waits (round $round)", sub {
+		$node->safe_psql('postgres',
+			"SELECT count(*) FROM tenure.waiters WHERE lease = 'ho' AND holder = '$next'") eq '1';
+	});
+	my $new = $node->safe_psql('postgres', "SELECT tenure.handoff('ho', '$leader', '$next')");
+	# right after the handoff's COMMIT: exactly the successor leads
+	my $state = $node->safe_psql('postgres',
+		"SELECT tenure.leader_is('ho', '$next') || '/' || tenure.leader_is('ho', '$leader')"
+		  . " || '/' || tenure.renew('ho', '$leader') || '/' || session_bound"
+		  . " FROM tenure.leases WHERE lease = 'ho'");
+	my $got = finish_wait($next);
+	if ($state ne "true/false/false/$bound" || $got ne $new || $new <= $epoch)
+	{
+		$ok = 0;
+		diag("round $round: state $state, handoff returned $new, acquire $got, previous $epoch");
+	}
+	push @chain, "$next:$new";
+	($leader, $epoch) = ($next, $new);
+}
+ok($ok, "$rounds hand-overs: each time the successor leads at once, the predecessor neither leads nor renews");
+
+is( $node->safe_psql(
+		'postgres',
+		"SELECT string_agg(holder || ':' || epoch, ',' ORDER BY epoch) FROM tenure.history WHERE lease = 'ho'"),
+	join(',', @chain), 'the history is the chain of hand-overs, at growing epochs');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT count(*) FILTER (WHERE end_reason = 'handed over') || '/' || count(*) FILTER (WHERE ended IS NULL)"
+		  . " FROM tenure.history WHERE lease = 'ho'"),
+	"$rounds/1", 'every tenure but the last ended "handed over"');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT tenures || '/' || handed_over || '/' || last_handover_gap FROM tenure.lease_stats WHERE lease = 'ho'"),
+	($rounds + 1) . "/$rounds/00:00:00", 'tenure.lease_stats: every gap was 0');
+
+# the last successor waited session-bound (round 10 is even: not bound);
+# hand over once more to a session-bound waiter, then end its session
+my $next = $leader eq 'r1' ? 'r2' : 'r1';
+start_wait($next, 'true');
+wait_until("$next waits", sub {
+	$node->safe_psql('postgres',
+		"SELECT count(*) FROM tenure.waiters WHERE lease = 'ho' AND holder = '$next'") eq '1';
+});
+my $last = $node->safe_psql('postgres', "SELECT tenure.handoff('ho', '$leader', '$next')");
+is(finish_wait($next), $last, 'a session-bound successor gets the lease');
+$session{$next}->quit;
+wait_until('the session-bound tenure ends with its session', sub {
+	$node->safe_psql('postgres',
+		"SELECT coalesce(end_reason, 'open') FROM tenure.history WHERE lease = 'ho' AND epoch = $last")
+	  eq 'session ended';
+});
+is($node->safe_psql('postgres', "SELECT holder IS NULL FROM tenure.leases WHERE lease = 'ho'"),
+	't', 'and nobody holds the lease');
+
+$session{$leader}->quit;
+$node->stop;
+done_testing();
