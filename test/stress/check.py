@@ -488,7 +488,12 @@ def check_faults(run, rep):
 
 
 def check_run(d):
-    run = Run.load(d)
+    """Check the run saved in directory d."""
+    return check(Run.load(d))
+
+
+def check(run):
+    """Check a loaded Run; return its Report."""
     rep = Report()
     rep.stats["seed"] = run.meta.get("seed")
     check_faults(run, rep)

@@ -33,6 +33,10 @@ OPS = [  # (operation, weight)
     ("release", 5), ("await_active", 4), ("await_change", 3),
     ("claim_epoch", 4), ("acquire_or_error", 2), ("current_epoch", 2),
 ]
+HOLDER_OPS = [  # on a lease that the client's last acquire or claim got
+    ("acquire", 10), ("renew", 25), ("leader_is", 25), ("write", 25),
+    ("release", 5), ("await_active", 5), ("claim_epoch", 4),
+]
 
 
 def interval(seconds):
@@ -72,6 +76,7 @@ class Client:
             self.emit({"c": self.idx, "n": self.n, "op": "connect", "role": role,
                        "s": s, "r": time.monotonic(), "ok": False,
                        **error_fields(e)})
+            time.sleep(self.rnd.uniform(0.05, 0.15))    # back off while the server restarts
             return None
         return conn
 
@@ -122,12 +127,12 @@ class Client:
 
     def step(self):
         lease = self.pick_lease()
-        names, weights = zip(*OPS)
+        names, weights = zip(*(HOLDER_OPS if self.known.get(lease) else OPS))
         op = self.rnd.choices(names, weights)[0]
         h = self.holder
         r = self.rnd
         if op == "acquire":
-            wait = 0.0 if r.random() < 0.5 else r.uniform(0.05, 1.0)
+            wait = 0.0 if r.random() < 0.5 else r.uniform(0.05, 0.6)
             sb = r.random() < 0.5
             e, ok = self.call(op, lease,
                               "SELECT tenure.acquire(%s, %s, wait => %s::interval, session_bound => %s)",
@@ -156,11 +161,11 @@ class Client:
         elif op == "current_epoch":
             self.call(op, lease, "SELECT tenure.current_epoch(%s)", [lease])
         elif op == "await_active":
-            t = r.uniform(0.05, 1.5)
+            t = r.uniform(0.05, 1.0)
             self.call(op, lease, "SELECT tenure.await_active(%s, %s, %s::interval)",
                       [lease, h, interval(t)], {"timeout": t})
         elif op == "await_change":
-            t = r.uniform(0.05, 1.0)
+            t = r.uniform(0.05, 0.6)
             ke = self.known.get(lease) or 0
             kh = h if self.known.get(lease) else None
             self.call(op, lease,

@@ -7,7 +7,7 @@ Creates a throwaway cluster (initdb; pg_tenure preloaded with the settings
 of test/tenure.conf, plus track_commit_timestamp and a crash restart),
 starts N client processes (client.py) that call pg_tenure at random and
 write fenced tables, and meanwhile injects faults: pg_terminate_backend of
-client backends, SIGTERM and SIGKILL of the keeper worker (SIGKILL makes
+client backends and of the sessions of session-bound holders, SIGTERM and SIGKILL of the keeper worker (SIGKILL makes
 the postmaster restart the whole cluster), SIGSTOP of a client past its
 leases' ttl (preferably one paused before its COMMIT) and SIGCONT, an
 immediate shutdown and start, and with --standby the promotion of a
@@ -56,7 +56,8 @@ LEASES = {
 
 # fault: weight
 FAULTS = {
-    "terminate_backend": 30,
+    "terminate_backend": 20,
+    "terminate_holder": 20,
     "keeper_sigterm": 12,
     "client_stop": 28,
     "keeper_sigkill": 6,
@@ -191,6 +192,17 @@ class Injector:
         res = self.sql("SELECT pg_terminate_backend(%s)", [pid])
         self.emit("terminate_backend", pid=pid, app=app, res=res and res[0][0])
 
+    def terminate_holder(self):
+        """End a session-bound tenure by its session: the holder does not
+        know, and must stop believing by the client rule alone."""
+        rows = self.sql("SELECT lease, holder, holder_pid FROM tenure.leases"
+                        " WHERE holder IS NOT NULL AND session_bound ORDER BY lease")
+        if not rows:
+            return self.terminate_backend()
+        lease, holder, pid = self.rnd.choice(rows)
+        res = self.sql("SELECT pg_terminate_backend(%s)", [pid])
+        self.emit("terminate_holder", lease=lease, holder=holder, pid=pid, res=res and res[0][0])
+
     def keeper_signal(self, sig, kind):
         pid = self.keeper_pid()
         if pid is None:
@@ -271,6 +283,8 @@ class Injector:
                     kind = "terminate_backend"
             if kind == "terminate_backend":
                 self.terminate_backend()
+            elif kind == "terminate_holder":
+                self.terminate_holder()
             elif kind == "keeper_sigterm":
                 self.keeper_signal(signal.SIGTERM, kind)
             elif kind == "keeper_sigkill":
@@ -301,6 +315,20 @@ def dump_database(srv, path):
             " end_reason FROM tenure.history ORDER BY lease, epoch")]
     with open(path, "w") as f:
         json.dump(out, f)
+
+
+def print_server_lines(run_dir, limit=40):
+    """The server log lines of the postmaster, the keeper and the startup
+    process (crashes, restarts, promotion), and any PANIC or TRAP."""
+    import glob
+    import re
+    pat = re.compile(r"\] (postmaster|pg_tenure keeper|startup) |PANIC|TRAP:")
+    for p in sorted(glob.glob(os.path.join(run_dir, "server-*.log"))):
+        with open(p, errors="replace") as f:
+            lines = [l.rstrip() for l in f if pat.search(l)]
+        print(f"--- {os.path.basename(p)}: {len(lines)} lines of the postmaster, keeper and"
+              f" startup process{', the last ' + str(limit) if len(lines) > limit else ''}:")
+        print("\n".join(lines[-limit:]))
 
 
 def bindir_of(pg_config):
@@ -409,6 +437,7 @@ def main(argv):
         else:
             ok = not found
         if found:
+            print_server_lines(run_dir)
             say(f"seed {args.seed}; rerun with: {rerun}")
         say(f"{'PASS' if ok else 'FAIL'} in {time.monotonic() - t0:.0f} s")
         return 0 if ok else 1
