@@ -100,7 +100,14 @@ DOCUMENTED = {
 AMBIGUOUS = FAULT_CODES
 
 
-def code_allowed(op, code):
+# with more leases than tenure.max_leases slots (--tight): 53400 when every
+# slot is held, being acquired or in a hold-off, for the calls that take one
+SLOT_CALLS = {"acquire", "acquire_or_error", "claim_epoch", "write"}
+
+
+def code_allowed(op, code, tight=False):
+    if tight and code == "53400" and op in SLOT_CALLS:
+        return True
     return code in FAULT_CODES or code.startswith("08") or code in DOCUMENTED.get(op, set())
 
 
@@ -188,7 +195,7 @@ def check_calls(run, rep):
     for rec in run.all_calls():
         outcome = "ok" if rec["ok"] else rec["err"]
         by_kind[(rec["op"], outcome)] += 1
-        if not rec["ok"] and not code_allowed(rec["op"], rec["err"]):
+        if not rec["ok"] and not code_allowed(rec["op"], rec["err"], run.meta.get("tight")):
             rep.fail("calls", f"undocumented SQLSTATE {rec['err']} from {rec['op']}: "
                      f"{rec.get('msg', '')!r} {fmt(rec)}")
     ops = collections.defaultdict(dict)

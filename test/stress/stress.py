@@ -46,13 +46,23 @@ from cluster import ClusterError, Server, poll
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 
-# name: (ttl seconds, holdoff: None = automatic)
-LEASES = {
-    "l0": (1.5, None),
-    "l1": (1.0, None),
-    "l2": (1.0, 0.0),
-    "l3": (2.0, 0.0),
-}
+# (ttl seconds, holdoff: None = automatic) of leases l0, l1, ...; more
+# leases (--tight) repeat the pattern
+LEASE_KINDS = [(1.5, None), (1.0, None), (1.0, 0.0), (2.0, 0.0)]
+LEASES = {}
+# --tight: more leases than tenure.max_leases (at least 16) has slots, so
+# that slots are taken over and leases loaded again, and a short history
+TIGHT_LEASES = 20
+TIGHT_CONF = """
+tenure.max_leases = 16
+tenure.history_per_lease = 3
+"""
+
+
+def set_leases(n):
+    LEASES.clear()
+    for i in range(n):
+        LEASES[f"l{i}"] = LEASE_KINDS[i % len(LEASE_KINDS)]
 
 # fault: weight
 FAULTS = {
@@ -80,6 +90,8 @@ def parse_args(argv):
         "PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config"))
     p.add_argument("--plant", default=None,
                    help="run against a build with this planted bug; expect a violation")
+    p.add_argument("--tight", action="store_true",
+                   help=f"{TIGHT_LEASES} leases on 16 lease slots, 3 history rows per lease")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     a = p.parse_args(argv)
     if a.minutes is not None:
@@ -97,7 +109,7 @@ def say(msg):
     print(f"[stress {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def server_conf(sockdir):
+def server_conf(sockdir, tight):
     with open(os.path.join(TOP, "test", "tenure.conf")) as f:
         conf = f.read()
     return conf + f"""
@@ -112,7 +124,7 @@ wal_level = replica
 max_wal_senders = 4
 wal_keep_size = '256MB'
 hot_standby = on
-"""
+""" + (TIGHT_CONF if tight else "")
 
 
 SETUP_SQL = """
@@ -344,9 +356,10 @@ def main(argv):
               " e.g. runuser -u tenure -- test/stress/run", file=sys.stderr)
         return 2
     rerun = f"test/stress/run --seconds {args.duration:g} --seed {args.seed}" + \
-        (" --standby" if args.standby else "") + (f" --plant {args.plant}" if args.plant else "")
+        (" --standby" if args.standby else "") + (" --tight" if args.tight else "") + (f" --plant {args.plant}" if args.plant else "")
     say(f"seed {args.seed}; {args.duration:g} s, {args.clients} clients"
         + (", standby" if args.standby else "") + (f", planted bug {args.plant}" if args.plant else ""))
+    set_leases(TIGHT_LEASES if args.tight else len(LEASE_KINDS))
     t0 = time.monotonic()
     root = tempfile.mkdtemp(prefix="pg_tenure-stress.")
     run_dir = os.path.join(root, "run")
@@ -365,7 +378,7 @@ def main(argv):
         port = 5432 + random.Random(args.seed).randrange(1000) * 2
         primary = Server("primary", bindir, root, sockdir, port)
         servers.append(primary)
-        primary.initdb(server_conf(sockdir))
+        primary.initdb(server_conf(sockdir, args.tight))
         primary.start()
         setup_database(primary)
         standby = None
@@ -379,7 +392,7 @@ def main(argv):
                         f" connect_timeout=5 target_session_attrs=read-write")
         meta = {"seed": args.seed, "duration": args.duration, "clients": args.clients,
                 "leases": {n: {"ttl": t, "holdoff": h} for n, (t, h) in LEASES.items()},
-                "standby": args.standby, "plant": args.plant}
+                "standby": args.standby, "plant": args.plant, "tight": args.tight}
         cfg = {"seed": args.seed, "dir": run_dir, "conninfo": conninfo,
                "lease_names": list(LEASES)}
 
