@@ -32,6 +32,7 @@ OPS = [  # (operation, weight)
     ("acquire", 22), ("renew", 18), ("leader_is", 18), ("write", 20),
     ("release", 5), ("await_active", 4), ("await_change", 3),
     ("claim_epoch", 4), ("acquire_or_error", 2), ("current_epoch", 2),
+    ("acquire_txn", 4),
 ]
 HOLDER_OPS = [  # on a lease that the client's last acquire or claim got
     ("acquire", 10), ("renew", 25), ("leader_is", 25), ("write", 25),
@@ -178,6 +179,60 @@ class Client:
                 self.got_epoch(lease, e)
         elif op == "write":
             self.write(lease)
+        elif op == "acquire_txn":
+            self.acquire_txn(lease)
+
+    def acquire_txn(self, lease):
+        """acquire in a transaction that asks leader_is and commits after a
+        pause, sometimes past the ttl (its COMMIT then fails with TN001, or
+        a taker terminates the session).  Logged as one acquire whose send
+        time is the acquire statement's (the ttl counts from there) and
+        whose receive time is the COMMIT's answer, and as the leader_is."""
+        r = self.rnd
+        ttl = self.cfg["ttl"][lease]
+        x = r.random()
+        pause = r.uniform(0, 0.05) if x < 0.6 else (
+            r.uniform(0.1, 0.8) if x < 0.75 else ttl + r.uniform(0.1, 0.5))
+        sb = r.random() < 0.5
+        c = self.conn("wr")
+        if c is None:
+            return
+        self.n += 1
+        rec = {"c": self.idx, "n": self.n, "op": "acquire", "lease": lease, "txn": True,
+               "session_bound": sb, "pause": round(pause, 4)}
+        self.n += 1
+        inner = {"c": self.idx, "n": self.n, "op": "leader_is", "lease": lease, "txn": True}
+        stage = "statement"
+        rec["s"] = time.monotonic()
+        try:
+            e = c.execute("SELECT tenure.acquire(%s, %s, session_bound => %s)",
+                          [lease, self.holder, sb]).fetchone()[0]
+            inner["s"] = time.monotonic()
+            inner["res"] = c.execute("SELECT tenure.leader_is(%s, %s)",
+                                     [lease, self.holder]).fetchone()[0]
+            inner["r"] = time.monotonic()
+            inner["ok"] = True
+            time.sleep(pause)           # the transaction's own work
+            stage = "commit"
+            c.commit()
+            rec["r"] = time.monotonic()
+            rec.update(ok=True, res=e, stage=stage)
+        except psycopg.Error as ex:
+            rec["r"] = time.monotonic()
+            rec.update(ok=False, stage=stage, **error_fields(ex))
+            try:
+                if not c.closed and not c.broken:
+                    c.rollback()
+            except psycopg.Error:
+                pass
+        if rec["ok"]:
+            if rec["res"] is not None:
+                self.got_epoch(lease, rec["res"])
+            else:
+                self.known[lease] = None
+        self.emit(rec)
+        if "ok" in inner:
+            self.emit(inner)
 
     def write(self, lease):
         """A fenced write: present a token, insert a row, pause, commit."""

@@ -394,7 +394,7 @@ def main(argv):
                 "leases": {n: {"ttl": t, "holdoff": h} for n, (t, h) in LEASES.items()},
                 "standby": args.standby, "plant": args.plant, "tight": args.tight}
         cfg = {"seed": args.seed, "dir": run_dir, "conninfo": conninfo,
-               "lease_names": list(LEASES)}
+               "lease_names": list(LEASES), "ttl": {n: t for n, (t, h) in LEASES.items()}}
 
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
