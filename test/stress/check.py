@@ -13,7 +13,7 @@ server logs.  check_run() returns a Report; the command prints it and exits
 Times.  Client times are CLOCK_MONOTONIC seconds, one clock for every
 process of the machine.  Commit timestamps are the server's wall clock in
 microseconds and are compared only with each other, never with client
-times.  Every rule below leans the same way: where a time is uncertain
+times (a step of the wall clock during a run would void rule 4's order).  Every rule below leans the same way: where a time is uncertain
 (a call happened somewhere between its send and its receive time) the rule
 takes the end of that window that makes a violation harder to claim, so
 that a reported violation is one the documented guarantees forbid.
@@ -36,9 +36,12 @@ The rules:
    leader_is or await_active, of a NULL acquire or a TN001 from
    acquire_or_error or claim_epoch, and of an acquire that returned a new
    epoch (a new tenure may be in its hold-off: a new true answer is needed).
-   A renewal sent after the belief's bound does not revive it.  Starting at
-   the receive time and ending at send times makes each belief shorter
-   than the truth.  No two clients' beliefs of one lease may overlap.
+   A renewal sent after the belief's bound does not revive it.  An
+   acquire in a transaction that commits later counts from the send time
+   of the acquire statement (the reservation's ttl counts from the call)
+   and only if its COMMIT returned.  Starting at the receive time and
+   ending at send times makes each belief shorter than the truth.  No two
+   clients' beliefs of one lease may overlap.
 
 3. Epochs (check_epochs), from the logs: an epoch returned to one holder is
    never returned to another; an epoch returned by a call sent after

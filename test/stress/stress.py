@@ -1,21 +1,23 @@
 """pg_tenure's randomized stress test: clients, faults, and an offline check.
 
     test/stress/run [--seconds N | --minutes N] [--seed S] [--clients N]
-                    [--standby] [--pg-config PATH] [--plant NAME] [--keep]
+                    [--standby] [--tight] [--pg-config PATH] [--plant NAME]
+                    [--keep]
 
 Creates a throwaway cluster (initdb; pg_tenure preloaded with the settings
 of test/tenure.conf, plus track_commit_timestamp and a crash restart),
 starts N client processes (client.py) that call pg_tenure at random and
 write fenced tables, and meanwhile injects faults: pg_terminate_backend of
-client backends and of the sessions of session-bound holders, SIGTERM and SIGKILL of the keeper worker (SIGKILL makes
-the postmaster restart the whole cluster), SIGSTOP of a client past its
-leases' ttl (preferably one paused before its COMMIT) and SIGCONT, an
-immediate shutdown and start, and with --standby the promotion of a
-streaming standby after an immediate shutdown of the primary.  At the end
-it saves the database's fenced rows and issued epochs, and runs check.py
-over the run directory.  Exit status 0 if no violation was found, 1
-otherwise (the seed and the command to rerun are printed), 2 on a setup
-error.
+client backends and of the sessions of session-bound holders, SIGTERM and
+SIGKILL of the keeper worker (SIGKILL makes the postmaster restart the
+whole cluster), SIGSTOP of a client past its leases' ttl (preferably one
+paused before its COMMIT) and SIGCONT, an immediate shutdown and start,
+and with --standby the promotion of a streaming standby after an
+immediate shutdown of the primary.  --tight runs 20 leases on 16 lease
+slots with a history of 3 rows per lease.  At the end it saves the
+database's fenced rows and issued epochs, and runs check.py over the run
+directory.  Exit status 0 if no violation was found, 1 otherwise (the
+seed and the command to rerun are printed), 2 on a setup error.
 
 --plant NAME builds a copy of pg_tenure with a planted bug
 (test/stress/plants/NAME.patch) into a private copy of the PostgreSQL
