@@ -130,11 +130,15 @@ class Report:
         for n in self.notes:
             out.append(f"note: {n}")
         if self.violations:
-            out.append(f"== {len(self.violations)} violation(s) ==")
-            shown = self.violations[:60]
-            out.extend(shown)
-            if len(self.violations) > len(shown):
-                out.append(f"... and {len(self.violations) - len(shown)} more")
+            by_rule = collections.OrderedDict()
+            for v in self.violations:
+                by_rule.setdefault(v[:v.index("]") + 1], []).append(v)
+            out.append(f"== {len(self.violations)} violation(s): "
+                       + ", ".join(f"{r} {len(vs)}" for r, vs in by_rule.items()) + " ==")
+            for vs in by_rule.values():
+                out.extend(vs[:10])
+                if len(vs) > 10:
+                    out.append(f"... and {len(vs) - 10} more of these")
         else:
             out.append("== no violations ==")
         return "\n".join(out)
@@ -433,6 +437,18 @@ def check_rows(run, rep):
     if all_exited:
         for row in sorted(set(in_db) - set(writes)):
             rep.fail("rows", f"row {row} {in_db[row]} has no write in the client logs")
+    # not a rule: rows committed after their own epoch's release committed
+    released = {(l, e): cts for l, e, cts in run.db.get("released", [])}
+    late = []
+    for lease, rows in run.db["rows"].items():
+        for writer, epoch, row, cts in rows:
+            rc = released.get((lease, epoch))
+            if rc is not None and cts is not None and cts > rc:
+                late.append(f"{lease}:{row}:+{cts - rc}us")
+    if late:
+        rep.notes.append(f"{len(late)} fenced row(s) committed after their epoch's release"
+                         f" committed (the README orders fenced commits only with new epochs):"
+                         f" {', '.join(late[:10])}")
     rep.stats["fenced rows committed"] = nrows
     rep.stats["fenced writes acknowledged / rejected with TN002"] = f"{committed} / {rejected}"
     return committed, rejected

@@ -17,6 +17,10 @@ The plants:
   no_holdoff         a new tenure of a lease with the automatic hold-off is
                      active at once: two clients lead at the same time
                      (rule 2)
+  volatile_epochs    epochs come from a clock that restarts with the server
+                     and ignore the stored epoch: after a crash or restart
+                     they go back and collide with earlier ones (rules 1,
+                     3 and 4)
 """
 import os
 import shutil

@@ -29,6 +29,7 @@ faults and their times); the interleaving still follows the scheduler, so
 a rerun with the same seed repeats the run's shape, not its every step.
 """
 import argparse
+import collections
 import json
 import multiprocessing
 import os
@@ -144,6 +145,17 @@ BEGIN
 END $$;
 CREATE TRIGGER note_issue AFTER INSERT ON tenure.history
     FOR EACH ROW EXECUTE FUNCTION stress.note_issue();
+-- every release, written by the releasing transaction (for a note: the
+-- README promises no order between a release and fenced commits)
+CREATE TABLE stress.released (lease text NOT NULL, epoch bigint NOT NULL);
+CREATE FUNCTION stress.note_release() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO stress.released VALUES (NEW.lease, NEW.epoch);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER note_release AFTER UPDATE ON tenure.history
+    FOR EACH ROW WHEN (NEW.end_reason = 'released' AND OLD.end_reason IS NULL)
+    EXECUTE FUNCTION stress.note_release();
 """
 
 
@@ -279,6 +291,11 @@ class Injector:
     def run(self, start, end):
         promote_at = start + (end - start) / 2 if self.standby else None
         per_minute = MAX_CRASHES * max(1.0, (end - start) / 60)
+        # every run has at least one crash restart and one immediate restart,
+        # by 30% and 60% of its length if chance did not bring them earlier
+        forced = [(start + 0.3 * (end - start), "keeper_sigkill"),
+                  (start + 0.6 * (end - start), "restart_immediate")]
+        done = collections.Counter()
         while True:
             now = time.monotonic()
             if now >= end:
@@ -295,6 +312,11 @@ class Injector:
             if kind in ("keeper_sigkill", "restart_immediate"):
                 if self.crashes >= per_minute or time.monotonic() - start < 5:
                     kind = "terminate_backend"
+            for at, k in forced:
+                if time.monotonic() >= at and not done[k]:
+                    kind = k
+                    break
+            done[kind] += 1
             if kind == "terminate_backend":
                 self.terminate_backend()
             elif kind == "terminate_holder":
@@ -312,7 +334,7 @@ class Injector:
 def dump_database(srv, path):
     """The fenced rows with their commit times, and every issued epoch with
     the commit time of its issue (microseconds since 1970, server clock)."""
-    out = {"rows": {}, "issued": [], "history": []}
+    out = {"rows": {}, "issued": [], "released": [], "history": []}
     with srv.connect() as c:
         for name in LEASES:
             out["rows"][name] = [
@@ -324,6 +346,10 @@ def dump_database(srv, path):
             "SELECT lease, epoch, holder,"
             " (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint"
             " FROM stress.issued")]
+        out["released"] = [list(r) for r in c.execute(
+            "SELECT lease, epoch,"
+            " (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint"
+            " FROM stress.released")]
         out["history"] = [list(r) for r in c.execute(
             "SELECT lease, epoch, holder, session_bound, started::text, ended::text,"
             " end_reason FROM tenure.history ORDER BY lease, epoch")]
