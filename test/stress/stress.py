@@ -1,7 +1,8 @@
 """pg_tenure's randomized stress test: clients, faults, and an offline check.
 
     test/stress/run [--seconds N | --minutes N] [--seed S] [--clients N]
-                    [--standby] [--tight] [--pg-config PATH] [--plant NAME]
+                    [--standby] [--tight] [--async] [--pg-config PATH]
+                    [--plant NAME]
                     [--keep]
 
 Creates a throwaway cluster (initdb; pg_tenure preloaded with the settings
@@ -14,7 +15,8 @@ whole cluster), SIGSTOP of a client past its leases' ttl (preferably one
 paused before its COMMIT) and SIGCONT, an immediate shutdown and start,
 and with --standby the promotion of a streaming standby after an
 immediate shutdown of the primary.  --tight runs 20 leases on 16 lease
-slots with a history of 3 rows per lease.  At the end it saves the
+slots with a history of 3 rows per lease; --async runs with
+synchronous_commit = off.  At the end it saves the
 database's fenced rows and issued epochs, and runs check.py over the run
 directory.  Exit status 0 if no violation was found, 1 otherwise (the
 seed and the command to rerun are printed), 2 on a setup error.
@@ -95,6 +97,8 @@ def parse_args(argv):
                    help="run against a build with this planted bug; expect a violation")
     p.add_argument("--tight", action="store_true",
                    help=f"{TIGHT_LEASES} leases on 16 lease slots, 3 history rows per lease")
+    p.add_argument("--async", dest="async_commit", action="store_true",
+                   help="synchronous_commit = off: crashes lose acknowledged commits")
     p.add_argument("--keep", action="store_true", help="keep the run directory")
     a = p.parse_args(argv)
     if a.minutes is not None:
@@ -112,7 +116,7 @@ def say(msg):
     print(f"[stress {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def server_conf(sockdir, tight):
+def server_conf(sockdir, tight, async_commit=False):
     with open(os.path.join(TOP, "test", "tenure.conf")) as f:
         conf = f.read()
     return conf + f"""
@@ -127,7 +131,7 @@ wal_level = replica
 max_wal_senders = 4
 wal_keep_size = '256MB'
 hot_standby = on
-""" + (TIGHT_CONF if tight else "")
+""" + (TIGHT_CONF if tight else "") + ("synchronous_commit = off\n" if async_commit else "")
 
 
 SETUP_SQL = """
@@ -384,7 +388,8 @@ def main(argv):
               " e.g. runuser -u tenure -- test/stress/run", file=sys.stderr)
         return 2
     rerun = f"test/stress/run --seconds {args.duration:g} --seed {args.seed}" + \
-        (" --standby" if args.standby else "") + (" --tight" if args.tight else "") + (f" --plant {args.plant}" if args.plant else "")
+        (" --standby" if args.standby else "") + (" --tight" if args.tight else "") + \
+        (" --async" if args.async_commit else "") + (f" --plant {args.plant}" if args.plant else "")
     say(f"seed {args.seed}; {args.duration:g} s, {args.clients} clients"
         + (", standby" if args.standby else "") + (f", planted bug {args.plant}" if args.plant else ""))
     set_leases(TIGHT_LEASES if args.tight else len(LEASE_KINDS))
@@ -406,7 +411,7 @@ def main(argv):
         port = 5432 + random.Random(args.seed).randrange(1000) * 2
         primary = Server("primary", bindir, root, sockdir, port)
         servers.append(primary)
-        primary.initdb(server_conf(sockdir, args.tight))
+        primary.initdb(server_conf(sockdir, args.tight, args.async_commit))
         primary.start()
         setup_database(primary)
         standby = None
@@ -420,7 +425,8 @@ def main(argv):
                         f" connect_timeout=5 target_session_attrs=read-write")
         meta = {"seed": args.seed, "duration": args.duration, "clients": args.clients,
                 "leases": {n: {"ttl": t, "holdoff": h} for n, (t, h) in LEASES.items()},
-                "standby": args.standby, "plant": args.plant, "tight": args.tight}
+                "standby": args.standby, "plant": args.plant, "tight": args.tight,
+                "async": args.async_commit}
         cfg = {"seed": args.seed, "dir": run_dir, "conninfo": conninfo,
                "lease_names": list(LEASES), "ttl": {n: t for n, (t, h) in LEASES.items()}}
 

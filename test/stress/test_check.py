@@ -298,6 +298,24 @@ class CheckerTest(unittest.TestCase):
         h.log.append("2026-12-01 10:00:05.000 UTC [200] pg_tenure keeper ERROR:  out of memory")
         self.assertFinds(h, "server log", "keeper error")
 
+    # synchronous_commit = off
+
+    def test_async_loses_commits_never_epochs(self):
+        h = clean()
+        h.calls[0] = [r for r in h.calls[0] if r["op"] != "release"]
+        h.issued = [i for i in h.issued if i[1] != E2]
+        h.rows["a"] = [r for r in h.rows["a"] if r[1] != E2]
+        run = h.run()
+        run.meta["async"] = True
+        rep = check.check(run)
+        self.assertEqual(rep.violations, [])
+        self.assertTrue(any("lost" in n for n in rep.notes), rep.notes)
+        # a lost epoch issued again is still a violation
+        h.call(1, "claim_epoch", "a", 3.0, 3.01, E1)
+        run = h.run()
+        run.meta["async"] = True
+        self.assertTrue(any(v.startswith("[epochs]") for v in check.check(run).violations))
+
     # rule 6
 
     def test_vacuous_run(self):
