@@ -13,7 +13,9 @@ from time.monotonic() (CLOCK_MONOTONIC, one clock for every process of the
 machine, the clock the server's lease arithmetic uses too).  "err" is the
 SQLSTATE, or "conn" for a connection lost or refused without one.  A fenced
 write logs its row's key ("row") so the checker can match the table's rows
-with the calls that wrote them.
+with the calls that wrote them.  An acquire in a transaction ("txn": true)
+is logged as an acquire from the send time of its statement to the answer
+of its COMMIT, followed by the leader_is it asked inside the transaction.
 
 The client keeps only what a real client would: the epoch each acquire or
 claim returned.  It does not decide anything by the client rule; the

@@ -32,12 +32,15 @@ a rerun with the same seed repeats the run's shape, not its every step.
 """
 import argparse
 import collections
+import glob
 import json
 import multiprocessing
 import os
 import random
+import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -237,11 +240,11 @@ class Injector:
         pid = self.keeper_pid()
         if pid is None:
             return
-        rec = self.emit(kind, pid=pid)
+        self.emit(kind, pid=pid)
         try:
             os.kill(pid, sig)
         except ProcessLookupError:
-            rec = self.emit(kind + "_missed", pid=pid)
+            self.emit(kind + "_missed", pid=pid)
             return
         # a new keeper: after SIGKILL, once the postmaster has restarted
         # the whole cluster
@@ -364,8 +367,6 @@ def dump_database(srv, path):
 def print_server_lines(run_dir, limit=40):
     """The server log lines of the postmaster, the keeper and the startup
     process (crashes, restarts, promotion), and any PANIC or TRAP."""
-    import glob
-    import re
     pat = re.compile(r"\] (postmaster|pg_tenure keeper|startup) |PANIC|TRAP:")
     for p in sorted(glob.glob(os.path.join(run_dir, "server-*.log"))):
         with open(p, errors="replace") as f:
@@ -376,7 +377,6 @@ def print_server_lines(run_dir, limit=40):
 
 
 def bindir_of(pg_config):
-    import subprocess
     return subprocess.run([pg_config, "--bindir"], check=True, stdout=subprocess.PIPE,
                           text=True).stdout.strip()
 
