@@ -214,7 +214,10 @@ def check_calls(run, rep):
     ops = collections.defaultdict(dict)
     for (op, outcome), n in sorted(by_kind.items()):
         ops[op][outcome] = n
+    txn = collections.Counter(("epoch" if r.get("res") is not None else "NULL") if r["ok"] else r["err"]
+                              for r in run.all_calls() if r["op"] == "acquire" and r.get("txn"))
     rep.stats["calls"] = sum(by_kind.values())
+    rep.stats["acquire in a transaction, by outcome"] = json.dumps(dict(sorted(txn.items())))
     rep.stats["calls by kind"] = json.dumps(ops, sort_keys=True)
     for i, code in enumerate(run.meta.get("client_exit", [])):
         if code != 0:
@@ -473,7 +476,10 @@ def check_rows(run, rep):
                          f" committed (the README orders fenced commits only with new epochs):"
                          f" {', '.join(late[:10])}")
     rep.stats["fenced rows committed"] = nrows
-    rep.stats["fenced writes acknowledged / rejected with TN002"] = f"{committed} / {rejected}"
+    at_commit = sum(1 for r in writes.values()
+                    if not r["ok"] and r["err"] == "TN002" and r.get("stage") == "commit")
+    rep.stats["fenced writes acknowledged / rejected with TN002 (of which at COMMIT)"] = \
+        f"{committed} / {rejected} ({at_commit})"
     return committed, rejected
 
 
@@ -529,7 +535,8 @@ def check_server_log(run, rep):
 
 
 def check_faults(run, rep):
-    kinds = collections.Counter(f["fault"] for f in run.faults)
+    events = {"ready", "stopped", "client_cont", "promote_begin"}   # a fault's steps
+    kinds = collections.Counter(f["fault"] for f in run.faults if f["fault"] not in events)
     rep.stats["faults"] = json.dumps(dict(sorted(kinds.items())))
     for f in run.faults:
         if f["fault"] == "harness_error":
