@@ -1,6 +1,6 @@
 -- tenure.lease_stats: counters per lease; tenure.stats_reset()
-CREATE EXTENSION IF NOT EXISTS pg_tenure;
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_tenure;
 
 SELECT tenure.create_lease('st1', ttl => '1 min', holdoff => '0');
 SELECT tenure.create_lease('st2', ttl => '1 min');
