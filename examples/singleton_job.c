@@ -43,12 +43,28 @@
  * (SET LOCAL tenure.tokens), so if its table is fenced by the lease
  * (tenure.fence_table) a run that outlives its tenure cannot commit.
  *
+ * Hand-off.  A lease may name a preferred holder (create_lease(...,
+ * preferred => ...) or tenure.set_preferred()).  At every step the active
+ * leader reads it from tenure.leases; if it is another holder and that
+ * holder waits in acquire() (tenure.waiters), the leader calls
+ *
+ *	 SELECT tenure.handoff(lease, holder, preferred)
+ *
+ * and becomes a follower, campaigning like any other.  The preferred
+ * holder's waiting acquire() returns the new epoch and it leads at once.
+ * If it stopped waiting in the meantime, the handoff fails with SQLSTATE
+ * 55000 and changes nothing: we stay leader and try again at the next
+ * step.  Only an active leader hands over: a successor is active at once,
+ * so a tenure still waiting out its predecessor's hold-off keeps the lease
+ * until the hold-off has passed.
+ *
  * Losing the lease (another holder, a fenced commit, a lost connection)
  * demotes the process; it never exits for that.  It reconnects with
  * backoff.  SIGTERM or SIGINT release the lease and exit with status 0.
  *
  * Log lines on stdout: "<ISO time> <holder> became leader epoch=N",
- * "... lost leadership epoch=N (<why>)", "... job run epoch=N".
+ * "... lost leadership epoch=N (<why>)", "... job run epoch=N",
+ * "... handed over to <successor> epoch=N" (N: the successor's epoch).
  *
  * Build: cc -std=c99 -I$(pg_config --includedir) singleton_job.c -L$(pg_config --libdir) -lpq
  */
@@ -361,6 +377,49 @@ campaign(void)
 }
 
 /*
+ * The active leader hands the lease over to its preferred holder, if the
+ * lease names another holder and that holder waits in acquire().  Then we
+ * are a follower (epoch 0) and the next campaign step waits in acquire()
+ * like any follower's.  If the successor stopped waiting meanwhile
+ * (SQLSTATE 55000), nothing changed and we stay leader.
+ */
+static void
+hand_over(void)
+{
+	const char *params[3] = {lease, holder, NULL};
+	char		successor[128];
+	PGresult   *res;
+
+	res = run("SELECT preferred FROM tenure.leases"
+			  " WHERE lease = $1 AND preferred <> $2"
+			  " AND preferred IN (SELECT holder FROM tenure.waiters WHERE lease = $1)",
+			  2, params);
+	if (failed(res))
+		report("reading the preferred holder", res);
+	else if (PQntuples(res) == 1)
+	{
+		snprintf(successor, sizeof(successor), "%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+		params[2] = successor;
+		res = run("SELECT tenure.handoff($1, $2, $3)", 3, params);
+		if (!failed(res))
+		{
+			say("handed over to %s epoch=%s", successor, PQgetvalue(res, 0, 0));
+			leader = false;
+			epoch = 0;
+			waiting_logged = false;
+		}
+		else if (strcmp(sqlstate(res), "55000") == 0)
+			say("handoff to %s failed, still leading: %s", successor, message(res));
+		else if (strcmp(sqlstate(res), "TN001") == 0)
+			demote("our tenure ended");	/* expired before the handoff */
+		else
+			report("handoff", res);
+	}
+	PQclear(res);
+}
+
+/*
  * One statement of the built-in job; copies the first value into out if
  * given.  On failure ends the transaction and returns false: a TN002
  * (fenced) means that a newer leader exists, so we demote.
@@ -610,6 +669,8 @@ main(int argc, char **argv)
 		if (conn == NULL && !connect_db())
 			continue;
 		campaign();
+		if (conn != NULL && leader && !stop_requested)
+			hand_over();
 		if (conn != NULL && epoch != 0 && !stop_requested)
 			lead();
 		sleep_until(step + ttl_ms / 3);

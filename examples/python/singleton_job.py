@@ -15,8 +15,14 @@ set_config('tenure.tokens', ..., true), so if its table is fenced by the lease
 a run that outlives the tenure cannot commit.  Losing the lease demotes (never
 exits); SIGTERM releases it.  Behind a transaction pooler pass
 --session-bound=false: the session would be the pooler's server connection.
+Hand-off: if the lease names a preferred holder (tenure.leases.preferred) other
+than us and it waits in acquire (tenure.waiters), the active leader calls
+tenure.handoff(lease, holder, preferred) and campaigns as a follower; the
+preferred holder's waiting acquire returns the new epoch.  A handoff that fails
+with 55000 (it stopped waiting) changes nothing: we stay leader.
 Output: "<time> <holder> became leader epoch=N", "lost leadership epoch=N (why)",
-"job run epoch=N".  The lease must exist: tenure.create_lease('nightly-job').
+"job run epoch=N", "handed over to <successor> epoch=N" (the successor's epoch).
+The lease must exist: tenure.create_lease('nightly-job').
 """
 import argparse, datetime, os, signal, socket, sys, time
 import psycopg
@@ -48,6 +54,26 @@ def demote(why):
     global epoch, active, leader
     if leader:
         say(f"lost leadership epoch={epoch} ({why})")
+    epoch, active, leader = None, False, False
+
+def hand_over():  # to the preferred holder, if it is not us and waits in acquire: then we are a follower
+    global epoch, active, leader
+    row = conn.execute("SELECT preferred FROM tenure.leases WHERE lease = %s AND preferred <> %s"
+                       " AND preferred IN (SELECT holder FROM tenure.waiters WHERE lease = %s)",
+                       [args.lease, args.holder, args.lease]).fetchone()
+    if row is None:
+        return
+    try:
+        e = conn.execute("SELECT tenure.handoff(%s, %s, %s)", [args.lease, args.holder, row[0]]).fetchone()[0]
+    except psycopg.Error as err:
+        if err.sqlstate == "55000":  # it stopped waiting: nothing changed
+            say(f"handoff to {row[0]} failed, still leading: {err.diag.message_primary}")
+        elif err.sqlstate == "TN001":  # our tenure expired before the handoff
+            demote("our tenure ended")
+        else:
+            raise
+        return
+    say(f"handed over to {row[0]} epoch={e}")
     epoch, active, leader = None, False, False
 
 def run_job():
@@ -84,6 +110,8 @@ try:
                 continue
             if leader and not is_leader():
                 demote("no renewal within the ttl")
+            if is_leader():  # only an active leader hands over: the successor is active at once
+                hand_over()
             if is_leader() and time.monotonic() + args.job_ms / 1000 < deadline:
                 if not leader:
                     leader = True

@@ -5,6 +5,11 @@
 #   (SIGKILL) another takes over at a newer epoch; a leader whose backend is
 #   terminated demotes itself and reconnects instead of exiting; job runs of
 #   different leaders never overlap in time.
+# - hand-off: a worker leads a lease whose preferred holder is another; when
+#   the preferred worker starts and waits in acquire(), the leader hands the
+#   lease over to it (tenure.handoff) and campaigns as a follower; the
+#   history shows the first tenure "handed over" and the preferred one's
+#   next, and job runs never overlap and lie within their tenures.
 # - singleton_writer: a second writer refuses to start (exit 3, the message
 #   names the holder); a writer frozen before COMMIT whose tenure ended is
 #   fenced at COMMIT (exit 4) while the new writer's rows land.
@@ -156,6 +161,95 @@ is( $node->safe_psql('postgres',
 cmp_ok(
 	$node->safe_psql('postgres', 'SELECT count(DISTINCT epoch) FROM job_runs'),
 	'>=', 3, 'job runs were made at three epochs or more');
+
+#
+# Hand-off to the preferred holder
+#
+$node->safe_psql('postgres', q{
+SELECT tenure.create_lease('handoff-job', ttl => '2 s', holdoff => '0', preferred => 'job-pref');
+CREATE TABLE handoff_runs (id bigserial PRIMARY KEY, holder text NOT NULL, epoch bigint NOT NULL,
+                           started timestamptz NOT NULL, finished timestamptz NOT NULL);
+SELECT tenure.fence_table('handoff_runs', 'handoff-job');
+});
+my %ho;
+my @ho_args = ('--lease', 'handoff-job', '--job-ms', '50', '--job-table', 'handoff_runs');
+$ho{'job-other'} = start_client('job-other', $job_bin, @ho_args, '--holder', 'job-other', $connstr);
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) >= 2 FROM handoff_runs j JOIN tenure.leases l
+		  ON l.lease = 'handoff-job' AND l.holder = j.holder AND l.epoch = j.epoch"),
+	'job-other, not the preferred holder, leads and runs the job');
+my ($other, $other_epoch) = tenure_of($node, 'handoff-job');
+is($other, 'job-other', 'job-other holds handoff-job');
+
+# the preferred worker campaigns, waiting in acquire(): the leader hands over
+$ho{'job-pref'} = start_client('job-pref', $job_bin, @ho_args, '--holder', 'job-pref', $connstr);
+ok( $node->poll_query_until('postgres',
+		"SELECT holder = 'job-pref' AND epoch > $other_epoch FROM tenure.leases
+		  WHERE lease = 'handoff-job' AND holder IS NOT NULL"),
+	'the preferred job-pref takes the lease at a newer epoch');
+my (undef, $pref_epoch) = tenure_of($node, 'handoff-job');
+ok( wait_until(
+		'job-other to hand over',
+		sub { client_log('job-other') =~ / handed over to job-pref epoch=$pref_epoch\n/ }),
+	'job-other logs that it handed the lease over to job-pref at its epoch');
+ok( wait_until(
+		'job-pref to lead',
+		sub { client_log('job-pref') =~ / became leader epoch=$pref_epoch\n/ }),
+	'job-pref logs that it became leader at that epoch');
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) >= 1 FROM handoff_runs WHERE holder = 'job-pref' AND epoch = $pref_epoch"),
+	'job-pref runs the job');
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM tenure.waiters WHERE lease = 'handoff-job' AND holder = 'job-other'"),
+	'job-other campaigns again as a follower, waiting in acquire()');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(format('%s:%s:%s', epoch, holder, end_reason), ',' ORDER BY epoch)
+		   FROM tenure.history WHERE lease = 'handoff-job'"),
+	"$other_epoch:job-other:handed over,$pref_epoch:job-pref:",
+	"the history shows job-other's tenure handed over and job-pref's next");
+is( $node->safe_psql('postgres',
+		"SELECT handed_over FROM tenure.lease_stats WHERE lease = 'handoff-job'"),
+	'1', 'lease_stats counts one hand-off');
+
+# stop the follower first, so that the leader's release hands nothing on
+$ho{'job-other'}->signal('TERM');
+ok($ho{'job-other'}->finish, 'job-other exits with status 0 on SIGTERM');
+$ho{'job-pref'}->signal('TERM');
+ok($ho{'job-pref'}->finish, 'job-pref exits with status 0 on SIGTERM');
+like(client_log('job-pref'), qr/ stopping; released epoch=$pref_epoch\n\z/,
+	'job-pref led until it released the lease');
+is(scalar(() = client_log('job-other') =~ / became leader /g), 1,
+	'job-other became leader once, before the hand-off');
+unlike(client_log('job-pref'), qr/ lost leadership | handed over /,
+	'job-pref never lost the lease');
+
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(format('%s:%s:%s', epoch, holder, end_reason), ',' ORDER BY epoch)
+		   FROM tenure.history WHERE lease = 'handoff-job'"),
+	"$other_epoch:job-other:handed over,$pref_epoch:job-pref:released",
+	'two tenures: job-other handed over, job-pref released');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM tenure.history a JOIN tenure.history b
+		    ON a.lease = b.lease AND a.epoch < b.epoch
+		 WHERE a.lease = 'handoff-job' AND (a.ended IS NULL OR b.started < a.ended)"),
+	'0', 'no tenure started before the one before it ended: never two leaders');
+is( $node->safe_psql('postgres',
+		'SELECT count(*) FROM handoff_runs a JOIN handoff_runs b ON a.id < b.id
+		   AND tstzrange(a.started, a.finished) && tstzrange(b.started, b.finished)'),
+	'0',
+	'no two job runs overlap in time');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM handoff_runs j
+		  WHERE NOT EXISTS (SELECT FROM tenure.history h
+		                     WHERE h.lease = 'handoff-job' AND h.epoch = j.epoch AND h.holder = j.holder
+		                       AND j.started >= h.started
+		                       AND (h.ended IS NULL OR j.finished <= h.ended))"),
+	'0',
+	'every job run lies within a tenure of its holder at its epoch');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(DISTINCT holder || ':' || epoch, ',') FROM handoff_runs"),
+	"job-other:$other_epoch,job-pref:$pref_epoch",
+	'job-other ran the job at its epoch only, job-pref at the new one');
 
 #
 # Singleton writer

@@ -5,6 +5,11 @@
 # - three singleton_job workers: one leads; SIGKILL it and another takes
 #   over at a newer epoch; job runs (a fenced table) never overlap in time
 #   and each lies within a tenure of its holder at its epoch;
+# - hand-off: a worker leads a lease whose preferred holder is another;
+#   when the preferred worker starts and waits in acquire, the leader hands
+#   the lease over (tenure.handoff) and campaigns as a follower; the history
+#   shows the first tenure "handed over" and the preferred one's next, job
+#   runs never overlap and lie within their tenures;
 # - singleton_writer: a second writer refuses to start (exit 3, the
 #   server's TN001 message); after a takeover the frozen first writer is
 #   fenced (TN002, exit 4), and only the rows it reported landed.
@@ -134,6 +139,85 @@ SELECT tenure.fence_table('public.job_$tag', 'job_$tag');
 				                       AND j.started >= h.started
 				                       AND (h.ended IS NULL OR j.finished <= h.ended))"),
 			'0', "$tag: every job run lies within a tenure of its holder at its epoch");
+
+		#
+		# singleton_job: hand-off to the preferred holder
+		#
+		my ($other, $pref) = ("${tag}_other", "${tag}_pref");
+		$node->safe_psql('postgres', qq{
+SELECT tenure.create_lease('ho_$tag', ttl => '2 s', preferred => '$pref');
+CREATE TABLE public.ho_$tag (id bigserial PRIMARY KEY, holder text NOT NULL, epoch bigint NOT NULL,
+                             started timestamptz NOT NULL, finished timestamptz NOT NULL);
+SELECT tenure.fence_table('public.ho_$tag', 'ho_$tag');
+});
+		my @hargs = (@{ $programs{$lang}{job} }, '--lease', "ho_$tag", '--job-ms', '50',
+			'--job-table', "ho_$tag", @sb);
+		my %ho;
+		$ho{$other} = start_client($other, @hargs, '--holder', $other, $connstr);
+		ok( $node->poll_query_until('postgres',
+				"SELECT count(*) >= 2 FROM public.ho_$tag j JOIN tenure.leases l
+				  ON l.lease = 'ho_$tag' AND l.holder = j.holder AND l.epoch = j.epoch"),
+			"$tag: $other, not the preferred holder, leads and runs the job");
+		my ($ho_holder, $other_epoch) = tenure_of($node, "ho_$tag");
+		is($ho_holder, $other, "$tag: $other holds ho_$tag");
+
+		$ho{$pref} = start_client($pref, @hargs, '--holder', $pref, $connstr);
+		ok( $node->poll_query_until('postgres',
+				"SELECT holder = '$pref' AND epoch > $other_epoch FROM tenure.leases
+				  WHERE lease = 'ho_$tag' AND holder IS NOT NULL"),
+			"$tag: the preferred $pref takes the lease at a newer epoch");
+		my (undef, $pref_epoch) = tenure_of($node, "ho_$tag");
+		ok( wait_until(
+				"$other to hand over",
+				sub { client_log($other) =~ / handed over to $pref epoch=$pref_epoch\n/ }),
+			"$tag: $other logs that it handed the lease over to $pref at its epoch");
+		ok( wait_until(
+				"$pref to lead",
+				sub { client_log($pref) =~ / became leader epoch=$pref_epoch\n/ }),
+			"$tag: $pref logs that it became leader at that epoch");
+		ok( $node->poll_query_until('postgres',
+				"SELECT count(*) >= 1 FROM public.ho_$tag WHERE holder = '$pref' AND epoch = $pref_epoch"),
+			"$tag: $pref runs the job");
+		ok( $node->poll_query_until('postgres',
+				"SELECT count(*) = 1 FROM tenure.waiters WHERE lease = 'ho_$tag' AND holder = '$other'"),
+			"$tag: $other campaigns again as a follower, waiting in acquire");
+
+		# stop the follower first, so that the leader's release hands nothing on
+		$ho{$other}->signal('TERM');
+		ok($ho{$other}->finish, "$tag: $other exits with status 0 on SIGTERM");
+		$ho{$pref}->signal('TERM');
+		ok($ho{$pref}->finish, "$tag: $pref exits with status 0 on SIGTERM");
+		like(client_log($pref), qr/ stopping; released epoch=$pref_epoch\n/,
+			"$tag: $pref led until it released the lease");
+		is(scalar(() = client_log($other) =~ / became leader /g), 1,
+			"$tag: $other became leader once, before the hand-off");
+		unlike(client_log($pref), qr/ lost leadership | handed over /,
+			"$tag: $pref never lost the lease");
+		is( $node->safe_psql('postgres',
+				"SELECT string_agg(format('%s:%s:%s', epoch, holder, end_reason), ',' ORDER BY epoch)
+				   FROM tenure.history WHERE lease = 'ho_$tag'"),
+			"$other_epoch:$other:handed over,$pref_epoch:$pref:released",
+			"$tag: two tenures: $other handed over, $pref released");
+		is( $node->safe_psql('postgres',
+				"SELECT count(*) FROM tenure.history a JOIN tenure.history b
+				    ON a.lease = b.lease AND a.epoch < b.epoch
+				 WHERE a.lease = 'ho_$tag' AND (a.ended IS NULL OR b.started < a.ended)"),
+			'0', "$tag: no tenure started before the one before it ended: never two leaders");
+		is( $node->safe_psql('postgres',
+				"SELECT count(*) FROM public.ho_$tag a JOIN public.ho_$tag b ON a.id < b.id
+				   AND tstzrange(a.started, a.finished) && tstzrange(b.started, b.finished)"),
+			'0', "$tag: no two job runs overlap in time");
+		is( $node->safe_psql('postgres',
+				"SELECT count(*) FROM public.ho_$tag j
+				  WHERE NOT EXISTS (SELECT FROM tenure.history h
+				                     WHERE h.lease = 'ho_$tag' AND h.epoch = j.epoch AND h.holder = j.holder
+				                       AND j.started >= h.started
+				                       AND (h.ended IS NULL OR j.finished <= h.ended))"),
+			'0', "$tag: every job run lies within a tenure of its holder at its epoch");
+		is( $node->safe_psql('postgres',
+				"SELECT string_agg(DISTINCT holder || ':' || epoch, ',') FROM public.ho_$tag"),
+			"$other:$other_epoch,$pref:$pref_epoch",
+			"$tag: $other ran the job at its epoch only, $pref at the new one");
 
 		#
 		# singleton_writer

@@ -16,6 +16,15 @@
 // Losing the lease demotes (never exits); SIGTERM releases it. Behind a
 // transaction pooler pass --session-bound=false: the session would be the
 // pooler's server connection, not this process.
+//
+// Hand-off: if the lease names a preferred holder (tenure.leases.preferred)
+// other than us and it waits in acquire (tenure.waiters), the active leader
+// calls tenure.handoff(lease, holder, preferred) and campaigns as a follower;
+// the preferred holder's waiting acquire returns the new epoch. A handoff that
+// fails with SQLSTATE 55000 (it stopped waiting) changes nothing: we stay
+// leader. Output: "<time> <holder> became leader epoch=N", "lost leadership
+// epoch=N (why)", "job run epoch=N", "handed over to <successor> epoch=N"
+// (the successor's epoch).
 package main
 
 import (
@@ -82,6 +91,37 @@ func main() {
 		}
 		epoch, active, leader = 0, false, false
 	}
+	// handOver: the active leader hands the lease to the preferred holder if
+	// it is not us and waits in acquire; then we are a follower. Only an
+	// active leader hands over: the successor is active at once.
+	handOver := func() error {
+		if !isLeader() {
+			return nil
+		}
+		var successor string
+		err := conn.QueryRow(ctx, "SELECT preferred FROM tenure.leases WHERE lease = $1 AND preferred <> $2"+
+			" AND preferred IN (SELECT holder FROM tenure.waiters WHERE lease = $1)", *lease, *holder).Scan(&successor)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		var e int64
+		err = conn.QueryRow(ctx, "SELECT tenure.handoff($1, $2, $3)", *lease, *holder, successor).Scan(&e)
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil:
+			say("handed over to %s epoch=%d", successor, e)
+			epoch, active, leader = 0, false, false
+		case errors.As(err, &pgErr) && pgErr.Code == "55000": // it stopped waiting: nothing changed
+			say("handoff to %s failed, still leading: %s", successor, pgErr.Message)
+		case errors.As(err, &pgErr) && pgErr.Code == "TN001": // our tenure expired before the handoff
+			demote("our tenure ended")
+		default:
+			return err
+		}
+		return nil
+	}
 	runJob := func() error {
 		return conn.BeginFunc(ctx, func(tx pgx.Tx) error {
 			var started time.Time
@@ -139,6 +179,8 @@ func main() {
 				if err == nil {
 					continue
 				}
+			} else if err = handOver(); err != nil {
+				// handled below
 			} else if isLeader() && time.Now().Add(time.Duration(*jobMs)*time.Millisecond).Before(deadline) {
 				if !leader {
 					leader = true
