@@ -1464,7 +1464,9 @@ tenure_state_handoff_commit(const TenureKey *key, const char *holder,
 /*
  * A handoff() committed: holder's tenure ends ("handed over", already in
  * the history) and the waiter becomes the holder at "epoch", active at
- * once.  If the waiter left meanwhile (its wait was cancelled), the tenure
+ * once: the holder gave up explicitly, so its own tenure leaves no
+ * hold-off; one it was still waiting out (an earlier holder's belief,
+ * pred_expiry_mono) applies to the successor too, as after a release.  If the waiter left meanwhile (its wait was cancelled), the tenure
  * is still its holder name's.  Between begin_update and end_update; cannot
  * fail.
  */
@@ -1477,11 +1479,14 @@ tenure_state_publish_handoff(const TenureKey *key, int64 epoch)
 	int64		now = tenure_mono_now();
 	char		prev_holder[TENURE_HOLDER_MAX + 1];
 	int64		prev_epoch;
+	int64		active;
 
 	AssertLockedExclusive();
 	lease = tenure_find(key);
 	if (lease == NULL || !lease->handoff_pending || lease->handoff_pid != MyProcPid)
 		return;
+	/* a hold-off the holder was still waiting out passes to its successor */
+	active = lease->state == TENURE_HELD ? Max(now, lease->active_mono) : now;
 	w = &lease->handoff_to;
 	lease->handoff_pending = false;
 	memcpy(prev_holder, lease->holder, sizeof(prev_holder));
@@ -1502,7 +1507,7 @@ tenure_state_publish_handoff(const TenureKey *key, int64 epoch)
 	lease->acquired_mono = now;
 	lease->acquired_wall = GetCurrentTimestamp();
 	pg_atomic_write_u64(&lease->renewed_mono, (uint64) now);
-	lease->active_mono = now;	/* the predecessor gave up: no hold-off */
+	lease->active_mono = Max(active, lease->pred_expiry_mono);
 	lease->epoch = Max(lease->epoch, epoch);
 	lease->lock_wanted = true;
 	lease->lock_failed = false;
@@ -1512,7 +1517,7 @@ tenure_state_publish_handoff(const TenureKey *key, int64 epoch)
 	lease->transitions++;
 	lease->history_starts++;
 	lease->counters.started++;
-	lease->counters.last_gap_us = 0;
+	lease->counters.last_gap_us = lease->active_mono - now;
 	lease->counters.last_change = lease->acquired_wall;
 	lease->ended_mono = 0;
 	if (tenure_waiters[lease->handoff_slot].pid == w->pid)
@@ -1527,7 +1532,7 @@ tenure_state_publish_handoff(const TenureKey *key, int64 epoch)
 		memcpy(t->prev_holder, prev_holder, sizeof(t->prev_holder));
 		t->prev_epoch = prev_epoch;
 		t->prev_reason = TENURE_END_HANDED;
-		t->gap_us = 0;
+		t->gap_us = lease->active_mono - now;
 	}
 }
 

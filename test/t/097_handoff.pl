@@ -93,7 +93,6 @@ is( $node->safe_psql(
 		"SELECT tenures || '/' || handed_over || '/' || last_handover_gap FROM tenure.lease_stats WHERE lease = 'ho'"),
 	($rounds + 1) . "/$rounds/00:00:00", 'tenure.lease_stats: every gap was 0');
 
-# the last successor waited session-bound (round 10 is even: not bound);
 # hand over once more to a session-bound waiter, then end its session
 my $next = $leader eq 'r1' ? 'r2' : 'r1';
 start_wait($next, 'true');
@@ -104,6 +103,7 @@ wait_until("$next waits", sub {
 my $last = $node->safe_psql('postgres', "SELECT tenure.handoff('ho', '$leader', '$next')");
 is(finish_wait($next), $last, 'a session-bound successor gets the lease');
 $session{$next}->quit;
+delete $session{$next};
 wait_until('the session-bound tenure ends with its session', sub {
 	$node->safe_psql('postgres',
 		"SELECT coalesce(end_reason, 'open') FROM tenure.history WHERE lease = 'ho' AND epoch = $last")
@@ -112,6 +112,33 @@ wait_until('the session-bound tenure ends with its session', sub {
 is($node->safe_psql('postgres', "SELECT holder IS NULL FROM tenure.leases WHERE lease = 'ho'"),
 	't', 'and nobody holds the lease');
 
-$session{$leader}->quit;
+# A holder still waiting out an earlier holder's bound passes that wait on:
+# z's session ends, so z may believe until its renewal + ttl; r1, next, is
+# in that hold-off when it hands the lease to r2, which is then in it too.
+$node->safe_psql('postgres', "SELECT tenure.create_lease('hw', ttl => '10 min')");
+my $z = $node->background_psql('postgres');
+$z->query_safe("SELECT tenure.acquire('hw', 'z', session_bound => true)");
+$z->quit;
+wait_until('z\'s tenure ends with its session', sub {
+	$node->safe_psql('postgres', "SELECT holder IS NULL FROM tenure.leases WHERE lease = 'hw'") eq 't';
+});
+$node->safe_psql('postgres', "SELECT tenure.acquire('hw', 'r1')");
+$session{r2} //= $node->background_psql('postgres', on_error_stop => 0);
+$session{r2}->query_until(qr/^start\n/m,
+	"\\echo start\nSELECT tenure.acquire('hw', 'r2', wait => '5 min');\n\\echo end\n");
+wait_until('r2 waits for hw', sub {
+	$node->safe_psql('postgres',
+		"SELECT count(*) FROM tenure.waiters WHERE lease = 'hw' AND holder = 'r2'") eq '1';
+});
+$node->safe_psql('postgres', "SELECT tenure.handoff('hw', 'r1', 'r2')");
+finish_wait('r2');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT holder || '/' || tenure.leader_is('hw', 'r2') || '/' || (active_from > now() + interval '5 min')"
+		  . " FROM tenure.leases WHERE lease = 'hw'"),
+	'r2/false/true',
+	'a hold-off the holder was waiting out applies to its successor');
+
+$session{$_}->quit for keys %session;
 $node->stop;
 done_testing();
