@@ -1553,6 +1553,9 @@ tenure_state_cancel_handoff(const TenureKey *key)
 	lease->handoff_pending = false;
 	if (tenure_waiters[lease->handoff_slot].pid == lease->handoff_to.pid)
 		tenure_waiters[lease->handoff_slot].handed = false;
+	/* its expiry counts again */
+	if (lease->state == TENURE_HELD)
+		tenure_keeper_due(tenure_expiry(lease));
 	return true;
 }
 
@@ -2713,7 +2716,12 @@ tenure_state_keeper_pass(int64 now, int64 next, TenureRevoked *revoked,
 			lease->keeper_queued = false;
 			changed |= tenure_keeper_tend(lease, now, let_go, revoked,
 										  maxrevoked, nrevoked, &linger);
-			if (lease->state == TENURE_HELD)
+			/*
+			 * (A tenure being handed over does not expire until the handoff
+			 * commits, perhaps after a synchronous replication wait; its
+			 * publication or cancellation sets the keeper's next look.)
+			 */
+			if (lease->state == TENURE_HELD && !lease->handoff_pending)
 				due = Min(due, tenure_expiry(lease));
 			if (linger != 0)
 			{
