@@ -249,10 +249,16 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 		now = tenure_mono_now();
 		if (now >= deadline)
 		{
-			/* a handoff() to us is committing: its commit wakes us */
-			if (!(waiting && tenure_state_handoff_incoming()))
+			/*
+			 * Leave the waiters, unless a handoff() to us is committing:
+			 * then wait for its COMMIT or abort, which wakes us.
+			 */
+			if (!waiting || tenure_state_stop_waiting())
+			{
+				waiting = false;
 				break;			/* held by someone else */
-			deadline = now + 1000;
+			}
+			deadline = now + USECS_PER_SEC;
 		}
 
 		/* sleep until woken, the holder's expiry, or the deadline */

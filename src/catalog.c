@@ -508,13 +508,16 @@ tenure_history_close_restarted(void)
  * Write to tenure.history the end of a tenure of the lease that shared
  * memory saw end outside a transaction (expiry, session end, revocation):
  * the open rows of the lease up to that tenure's epoch; later ones belong
- * to tenures that started since.  Inside an SPI session.
+ * to tenures that started since.  Returns whether the tenure's own row was
+ * among them (not skipped: another transaction had it locked).  Inside an
+ * SPI session.
  */
-void
+bool
 tenure_history_close_ended(const char *name, int64 epoch, const char *reason,
 						   TimestampTz ended)
 {
 	Datum		args[4];
+	uint64		i;
 
 	args[0] = CStringGetTextDatum(name);
 	args[1] = Int64GetDatum(epoch);
@@ -527,8 +530,18 @@ tenure_history_close_ended(const char *name, int64 epoch, const char *reason,
 					"  SELECT ctid FROM tenure.history"
 					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
 					"  AND epoch OPERATOR(pg_catalog.<=) $2"
-					"  FOR UPDATE SKIP LOCKED))",
-					"titz", args, NULL, SPI_OK_UPDATE);
+					"  FOR UPDATE SKIP LOCKED))"
+					" RETURNING epoch",
+					"titz", args, NULL, SPI_OK_UPDATE_RETURNING);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 1, &isnull)) == epoch)
+			return true;
+	}
+	return false;
 }
 
 /*

@@ -40,6 +40,7 @@
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
@@ -122,6 +123,7 @@ static void
 tenure_history_write(void)
 {
 	TenureEnded *ends;
+	bool	   *written;
 	int			count;
 	int			i;
 	Oid			nsp;
@@ -142,21 +144,26 @@ tenure_history_write(void)
 	}
 
 	ends = tenure_state_history_pending(MyDatabaseId, &count);
+	written = palloc0(sizeof(bool) * Max(count, 1));
 	{
 		TenureSpi	spi;
 
 		tenure_spi_begin(&spi);
 		tenure_history_close_restarted();
 		for (i = 0; i < count; i++)
-			tenure_history_close_ended(ends[i].key.name, ends[i].epoch,
-									   ends[i].reason, ends[i].ended);
+			written[i] = tenure_history_close_ended(ends[i].key.name,
+													ends[i].epoch,
+													ends[i].reason,
+													ends[i].ended);
 		tenure_spi_end(&spi);
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 
+	/* a row another transaction had locked is written later */
 	for (i = 0; i < count; i++)
-		tenure_state_history_written(&ends[i].key, ends[i].epoch);
+		if (written[i])
+			tenure_state_history_written(&ends[i].key, ends[i].epoch);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
@@ -174,6 +181,8 @@ tenure_history_main(Datum arg)
 	tenure_require_loaded();
 
 	memcpy(&after, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	/* never queue behind a lock for long: one run at a time serves all */
+	SetConfigOption("lock_timeout", "1000", PGC_SUSET, PGC_S_OVERRIDE);
 	if (!OidIsValid(dbid))
 	{
 		BackgroundWorkerInitializeConnection(NULL, NULL, 0);

@@ -362,6 +362,7 @@ tenure_release(PG_FUNCTION_ARGS)
 	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
+	tenure_txn_check_not_handed(&key, "release");
 	epoch = tenure_state_held_epoch(&key, holder, NULL);
 	holds = epoch != 0;
 
@@ -466,6 +467,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
+	tenure_txn_check_not_handed(&key, "claim an epoch of");
 	if (!tenure_holds(&key, holder, &session_bound))
 		tenure_not_holder(name, holder);
 
@@ -511,9 +513,9 @@ tenure_handoff(PG_FUNCTION_ARGS)
 	TenureSpi	spi;
 	TenureRow	row;
 	TenureKey	key;
-	int64		old_epoch;
-	int64		epoch;
-	bool		session_bound;
+	int64		old_epoch = 0;
+	int64		epoch = 0;
+	bool		session_bound = false;
 	TenureHandoffCheck check;
 	Datum		args[2];
 
@@ -529,6 +531,7 @@ tenure_handoff(PG_FUNCTION_ARGS)
 	tenure_load_row(name, &row, false);
 	tenure_check_owner(name, row.owner, spi.save_userid);
 	tenure_make_key(&key, MyDatabaseId, name);
+	tenure_txn_check_not_handed(&key, "hand over");
 
 	/* checked before and after the epoch's row lock, like a claim */
 	for (int pass = 0; pass < 2; pass++)

@@ -281,7 +281,7 @@ extern void tenure_state_fence_rejected(const TenureKey *key,
 										TenureFencedKind kind);
 extern void tenure_state_waiting(const TenureKey *key, const char *holder,
 								 bool session_bound);
-extern bool tenure_state_handoff_incoming(void);
+extern bool tenure_state_stop_waiting(void);
 extern TenureWaiterInfo *tenure_state_waiters(Oid dbid, int *count);
 
 /* Whether a handoff() may go ahead (tenure_state_handoff_check()). */
@@ -378,6 +378,7 @@ extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
 										const char *successor,
 										bool session_bound);
 extern void tenure_txn_drop_database_leases(Oid dbid);
+extern void tenure_txn_check_not_handed(const TenureKey *key, const char *what);
 
 /* catalog.c: an SPI session as the owner of pg_tenure's tables */
 typedef struct TenureSpi
@@ -403,7 +404,7 @@ extern void tenure_history_close(const char *name, const TenureKey *key);
 extern void tenure_history_close_restarted(void);
 extern struct BackgroundWorkerHandle *tenure_history_launch(Oid dbid, Oid after);
 PGDLLEXPORT void tenure_history_main(Datum arg);
-extern void tenure_history_close_ended(const char *name, int64 epoch,
+extern bool tenure_history_close_ended(const char *name, int64 epoch,
 									   const char *reason, TimestampTz ended);
 extern int64 tenure_issue_epoch(const char *name, int64 floor);
 extern void tenure_history_start(const char *name, int64 epoch,

@@ -478,8 +478,9 @@ tenure_history_due(Oid dbid, int64 now)
 	{
 		if (i < TENURE_HISTORY_DBS)
 			tenure_shared->history_dbs[tenure_shared->history_ndbs++] = dbid;
-		else
+		else if (!tenure_shared->history_list)
 		{
+			/* no room: list every database again once the queue drained */
 			tenure_shared->history_list = true;
 			tenure_shared->history_list_after = InvalidOid;
 		}
@@ -895,7 +896,7 @@ static bool
 tenure_evictable(const TenureLease *lease, int64 now, bool *soon)
 {
 	AssertLockedExclusive();
-	if (lease->lock_wanted)
+	if (lease->lock_wanted || lease->handoff_pending)
 		return false;
 	if (!lease->dropped &&
 		(lease->state != TENURE_FREE || lease->pred_expiry_mono > now))
@@ -1347,21 +1348,28 @@ tenure_state_waiters(Oid dbid, int *count)
 }
 
 /*
- * Whether a handoff() to this waiting backend is committing: it is about
- * to hold the lease, and must not give up waiting.
+ * The wait is over: leave the waiters and return true, unless a handoff()
+ * to this backend is committing (it is about to hold the lease, and must
+ * not give up): then stay, and return false.  One hold of the lock, so
+ * that no handoff can pass its PRE_COMMIT check in between.
  */
 bool
-tenure_state_handoff_incoming(void)
+tenure_state_stop_waiting(void)
 {
 	int			slot = TENURE_MY_SLOT();
-	bool		handed;
+	bool		handed = false;
 
 	if (!tenure_waiting || slot < 0 || slot >= MaxBackends)
-		return false;
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	handed = tenure_waiters[slot].pid == MyProcPid && tenure_waiters[slot].handed;
+		return true;
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	if (tenure_waiters[slot].pid == MyProcPid && tenure_waiters[slot].handed)
+		handed = true;
+	else
+		tenure_waiters[slot].pid = 0;
 	LWLockRelease(tenure_shared->lock);
-	return handed;
+	if (!handed)
+		tenure_waiting = false;
+	return !handed;
 }
 
 /*
@@ -1520,8 +1528,18 @@ tenure_state_publish_handoff(const TenureKey *key, int64 epoch)
 	lease->counters.last_gap_us = lease->active_mono - now;
 	lease->counters.last_change = lease->acquired_wall;
 	lease->ended_mono = 0;
-	if (tenure_waiters[lease->handoff_slot].pid == w->pid)
+	if (tenure_waiters[lease->handoff_slot].pid == w->pid &&
+		tenure_waiters[lease->handoff_slot].start == w->start)
 		tenure_waiters[lease->handoff_slot].handed = false;
+	else if (w->session_bound)
+	{
+		/*
+		 * The successor stopped waiting after the PRE_COMMIT check (its
+		 * wait was cancelled, or its session ended): a session-bound
+		 * tenure has no session to live in.
+		 */
+		tenure_end(lease, TENURE_END_SESSION, now);
+	}
 
 	t = tenure_transition(TENURE_TRANSITION_START, lease);
 	if (t != NULL)
@@ -2801,17 +2819,18 @@ tenure_state_history_job(int64 now, Oid *dbid, Oid *after, int64 *due)
 	{
 		if (now < tenure_shared->history_due_mono)
 			*due = tenure_shared->history_due_mono;
-		else if (tenure_shared->history_list)
+		else if (tenure_shared->history_ndbs > 0)
 		{
-			*after = tenure_shared->history_list_after;
-			tenure_shared->history_list = false;
+			/* the queued databases first: a listing adds only what fits */
+			*dbid = tenure_shared->history_dbs[0];
+			tenure_shared->history_dbs[0] =
+				tenure_shared->history_dbs[--tenure_shared->history_ndbs];
 			job = true;
 		}
 		else
 		{
-			*dbid = tenure_shared->history_dbs[0];
-			tenure_shared->history_dbs[0] =
-				tenure_shared->history_dbs[--tenure_shared->history_ndbs];
+			*after = tenure_shared->history_list_after;
+			tenure_shared->history_list = false;
 			job = true;
 		}
 		if (tenure_shared->history_ndbs == 0 && !tenure_shared->history_list)
@@ -2853,12 +2872,18 @@ tenure_state_history_add_dbs(const Oid *dbids, int n, bool more)
 	int64		now = tenure_mono_now();
 
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < n; i++)
+	/* as many as the queue has room for; the listing goes on after them */
+	for (i = 0; i < n && tenure_shared->history_ndbs < TENURE_HISTORY_DBS; i++)
 		tenure_history_due(dbids[i], now - TENURE_HISTORY_DELAY_US);
-	if (more && n > 0)
+	if ((more || i < n) && i > 0)
 	{
 		tenure_shared->history_list = true;
-		tenure_shared->history_list_after = dbids[n - 1];
+		tenure_shared->history_list_after = dbids[i - 1];
+	}
+	else if (more || i < n)
+	{
+		/* no room at all: list again from here once the queue drained */
+		tenure_shared->history_list = true;
 	}
 	LWLockRelease(tenure_shared->lock);
 	tenure_wake_keeper();

@@ -101,6 +101,31 @@ tenure_txn_remember_handoff(const TenureKey *key, int64 epoch, int64 old_epoch,
 }
 
 /*
+ * Fail if this transaction handed the lease over: the tenure it would
+ * claim, release or hand over again is no longer the holder's once the
+ * transaction commits.
+ */
+void
+tenure_txn_check_not_handed(const TenureKey *key, const char *what)
+{
+	ListCell   *lc;
+
+	foreach(lc, tenure_actions)
+	{
+		TenureAction *act = lfirst(lc);
+
+		if (act->kind == TENURE_ACT_HANDOFF &&
+			memcmp(&act->key, key, sizeof(TenureKey)) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot %s lease \"%s\" in the transaction that handed it over",
+							what, key->name),
+					 errdetail("The lease goes to \"%s\" when the transaction commits.",
+							   act->successor)));
+	}
+}
+
+/*
  * Note that the acquisition with the given token issued its epoch: its
  * transaction must now commit within the reservation's ttl.
  */
@@ -306,7 +331,7 @@ tenure_txn_preprepare(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot prepare a transaction that changed a lease"),
-				 errdetail("The transaction acquired, claimed, released or dropped a lease. pg_tenure publishes such changes when their transaction commits, which a prepared transaction cannot do.")));
+				 errdetail("The transaction acquired, claimed, handed over, released or dropped a lease. pg_tenure publishes such changes when their transaction commits, which a prepared transaction cannot do.")));
 	if (tenure_fence_wrote())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -378,6 +403,8 @@ tenure_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	ListCell   *lc;
 	bool		changed = false;
 
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		tenure_state_waiting_done();
 	if (tenure_actions == NIL)
 		return;
 

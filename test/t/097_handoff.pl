@@ -47,6 +47,14 @@ sub finish_wait
 	return $1;
 }
 
+# The holder of a lease, '' if none.
+sub tenure_of_holder
+{
+	my ($lease) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(holder, '') FROM tenure.leases WHERE lease = '$lease'");
+}
+
 my $epoch = $node->safe_psql('postgres', "SELECT tenure.acquire('ho', 'r1')");
 my $leader = 'r1';
 my @chain = ("r1:$epoch");
@@ -138,6 +146,48 @@ is( $node->safe_psql(
 		  . " FROM tenure.leases WHERE lease = 'hw'"),
 	'r2/false/true',
 	'a hold-off the holder was waiting out applies to its successor');
+
+# In the transaction that hands the lease over, the holder can neither
+# claim, release nor hand it over again: those would act on a tenure that
+# is the successor's once the transaction commits.
+$node->safe_psql('postgres', "SELECT tenure.create_lease('hc', ttl => '10 min', holdoff => '0')");
+$node->safe_psql('postgres', "SELECT tenure.acquire('hc', 'r1')");
+$session{r3} = $node->background_psql('postgres', on_error_stop => 0);
+$session{r3}->query_until(qr/^start\n/m,
+	"\\echo start\nSELECT tenure.acquire('hc', 'r3', wait => '5 min');\n\\echo end\n");
+wait_until('r3 waits for hc', sub {
+	$node->safe_psql('postgres',
+		"SELECT count(*) FROM tenure.waiters WHERE lease = 'hc' AND holder = 'r3'") eq '1';
+});
+for my $then ("SELECT tenure.claim_epoch('hc', 'r1')",
+	"SELECT tenure.release('hc', 'r1')",
+	"SELECT tenure.handoff('hc', 'r1', 'r3')")
+{
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
+		"BEGIN; SELECT tenure.handoff('hc', 'r1', 'r3'); $then; COMMIT;");
+	like($stderr, qr/ERROR:  cannot (claim an epoch of|release|hand over) lease "hc" in the transaction that handed it over/,
+		"after a handoff in the same transaction: $then fails");
+}
+is(tenure_of_holder('hc'), 'r1', 'and nothing changed: r1 holds hc');
+
+# A wait that ends with an error in a savepoint leaves the waiters, though
+# the transaction goes on: a handoff to it then fails.
+my ($ret, $stdout, $stderr) = $node->psql('postgres', q{
+BEGIN;
+SAVEPOINT s;
+SET LOCAL statement_timeout = '100ms';
+SELECT tenure.acquire('hc', 'r4', wait => '5 min');
+ROLLBACK TO s;
+SELECT 'waiters:' || count(*) FROM tenure.waiters WHERE lease = 'hc' AND holder = 'r4';
+COMMIT;
+}, on_error_stop => 0);
+like($stderr, qr/canceling statement due to statement timeout/, 'the wait in the savepoint times out');
+like($stdout, qr/^waiters:0$/m, 'and its session is no longer among the waiters');
+
+# the successor still waiting gets the lease
+$node->safe_psql('postgres', "SELECT tenure.handoff('hc', 'r1', 'r3')");
+finish_wait('r3');
+is(tenure_of_holder('hc'), 'r3', 'the handoff to the waiting successor then goes through');
 
 $session{$_}->quit for keys %session;
 $node->stop;
