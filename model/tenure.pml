@@ -31,11 +31,14 @@
 #ifndef NC
 #define NC		3			/* clients, holders 0 .. NC-1 (2 or 3) */
 #endif
-#ifndef OPS
-#define OPS		3			/* operations of client 0 */
+#ifndef OPS0
+#define OPS0	3			/* operations of client 0 */
 #endif
-#ifndef OPS_OTHERS
-#define OPS_OTHERS	2		/* operations of each other client */
+#ifndef OPS1
+#define OPS1	2			/* operations of client 1 */
+#endif
+#ifndef OPS2
+#define OPS2	1			/* operations of client 2 */
 #endif
 #ifndef OTHERS_WRITE
 #define OTHERS_WRITE	false	/* whether the other clients write and release */
@@ -123,7 +126,7 @@ byte	committed_max;		/* largest epoch whose transaction committed */
 byte	last_write;			/* token of the latest committed fenced write */
 bool	believe[NC];		/* leader_is said yes in the current tenure */
 byte	lastsent[NC];		/* when the last successful acquire/renew was sent */
-byte	acq_pos[NC];		/* commit record of the latest acquisition */
+bool	acq_unflushed[NC];	/* the latest acquisition's commit is not flushed */
 bool	lost[NC];			/* a crash lost that acquisition */
 bool	ended_early;
 
@@ -149,6 +152,11 @@ bool	ended_early;
 inline flush_now()
 {
 	flushed = ins;
+	acq_unflushed[0] = false;
+	acq_unflushed[1] = false;
+#if NC > 2
+	acq_unflushed[2] = false;
+#endif
 	row_epoch_d = row_epoch;
 	hist_open_d = hist_open
 }
@@ -384,9 +392,14 @@ proctype Client(byte i; byte nops; bool writer)
 					/* the keeper's answer (tenure_wait_for_lock), the row
 					 * lock, the epoch (tenure_issue_epoch()) and whether
 					 * it needs ForceSyncCommit(); tenure_state_issued();
-					 * at PRE_COMMIT tenure_txn_check_reservation() */
+					 * at PRE_COMMIT tenure_txn_check_reservation() and the
+					 * fence lock in ExclusiveLock mode
+					 * (tenure_fence_precommit()); then a later PRE_COMMIT
+					 * step may still fail (another module's callback,
+					 * PreCommit_Notify, a serialization failure), or the
+					 * transaction commits.  One step: see model/README. */
 					atomic {
-						(lock_held && rowlock == 0) || !MINE(i) ->
+						(lock_held && rowlock == 0 && FENCE_FREE) || !MINE(i) ->
 						advance();
 						if
 						:: MINE(i) && now < acquired + TTL ->
@@ -394,31 +407,19 @@ proctype Client(byte i; byte nops; bool writer)
 							issue_epoch(e, R);
 							needsync = (R > flushed);
 							pend_epoch = e;
-							committing = true
+							committing = true;
+							TAKE_FENCE(i);
+#ifdef PUBLISH_EARLY
+							publish_acquire(i);
+#endif
+							if
+							:: goto acq_abort
+							:: commit_issue(e, needsync);
+								acq_unflushed[i] = (flushed < ins)
+							fi
 						:: else -> goto acq_abort
 						fi
 					};
-					/* tenure_fence_precommit(): ExclusiveLock; then a later
-					 * PRE_COMMIT step may still fail (another module's
-					 * callback, PreCommit_Notify, a serialization failure),
-					 * or the transaction commits */
-					if
-					:: atomic {
-							FENCE_FREE -> TAKE_FENCE(i);
-#ifdef PUBLISH_EARLY
-							publish_acquire(i);
-#endif
-							goto acq_abort
-						}
-					:: atomic {
-							FENCE_FREE -> TAKE_FENCE(i);
-#ifdef PUBLISH_EARLY
-							publish_acquire(i);
-#endif
-							commit_issue(e, needsync);
-							acq_pos[i] = ins
-						}
-					fi;
 					/* XACT_EVENT_COMMIT: tenure_txn_publish(); then the locks
 					 * are released and acquire() has returned e */
 					atomic {
@@ -442,9 +443,10 @@ acq_done:
 				fi
 			} unless { gen != mygen }
 
-	/* leader_is(): state.c, tenure_state_leads() */
+	/* leader_is(): state.c, tenure_state_leads(); asked once an acquire
+	 * returned an epoch (before, it cannot say yes) */
 	:: atomic {
-				ops < nops -> ops++;
+				ops < nops && has_tk -> ops++;
 				advance();
 				if
 				:: loaded && holder == i && LIVE(now) && now >= active_at ->
@@ -492,58 +494,43 @@ acq_done:
 
 /* ------------------------------------------------------------------ */
 /* The claimer: a second backend of holder 0 (a restarted writer) claims a
- * new epoch while holder 0 holds the lease (lease.c, tenure_claim_epoch),
- * then writes under it. */
+ * new epoch while holder 0 holds the lease (lease.c, tenure_claim_epoch).
+ * Client 0 learns the claimed epoch through acquire's renewal. */
 active proctype Claimer()
 {
-	byte	mygen, e, R, writes;
-	bool	needsync, ok;
+	byte	mygen, e, R;
+	bool	needsync;
 
-	/* tenure_holds() */
+	/* tenure_holds(), the row lock, tenure_holds() again (a claim that
+	 * fails between the two checks only uses up a clock value),
+	 * tenure_issue_epoch(), the fence lock at PRE_COMMIT; then a later
+	 * PRE_COMMIT step fails, or the claim commits */
 end_idle:
-	atomic { loaded && holder == 0 && LIVE(now) -> mygen = gen };
-	{
-		/* tenure_issue_epoch() under the row lock; the holder is checked
-		 * again once the row lock is held */
-		atomic {
-			rowlock == 0 -> rowlock = CLAIMER + 1;
-			advance();
-			if
-			:: loaded && holder == 0 && LIVE(now) ->
-				issue_epoch(e, R);
-				needsync = (R > flushed)
-			:: else -> goto claim_abort
-			fi
-		};
+	atomic {
+		loaded && holder == 0 && LIVE(now) && rowlock == 0 && FENCE_FREE ->
+		mygen = gen;
+		rowlock = CLAIMER + 1;
+		issue_epoch(e, R);
+		needsync = (R > flushed);
+		TAKE_FENCE(CLAIMER);
+#ifdef PUBLISH_EARLY
+		publish_claim(e);
+#endif
 		if
-		:: atomic {
-				FENCE_FREE -> TAKE_FENCE(CLAIMER);
-#ifdef PUBLISH_EARLY
-				publish_claim(e);
-#endif
-				goto claim_abort
-			}
-		:: atomic {
-				FENCE_FREE -> TAKE_FENCE(CLAIMER);
-#ifdef PUBLISH_EARLY
-				publish_claim(e);
-#endif
-				commit_issue(e, needsync)
-			}
-		fi;
+		:: end_issue(CLAIMER); goto claim_done
+		:: commit_issue(e, needsync)
+		fi
+	};
+	{
 		atomic {
 #ifndef PUBLISH_EARLY
 			publish_claim(e);
 #endif
 			end_issue(CLAIMER)
-		};
-		fenced_write(true, writes, e, ok);
-		goto claim_done;
-claim_abort:
-		atomic { end_issue(CLAIMER) };
+		}
+	} unless { gen != mygen };
 claim_done:
-		skip
-	} unless { gen != mygen }
+	skip
 }
 
 /* ------------------------------------------------------------------ */
@@ -565,7 +552,9 @@ end:
 			od;
 			tenure_end(false)
 		}
+#ifndef NO_EARLY_END
 	:: atomic { !ended_early && LIVE(now) -> tenure_end(false); ended_early = true }
+#endif
 	od
 }
 
@@ -591,7 +580,7 @@ active proctype Crash()
 	atomic {
 		for (k : 0 .. NC - 1) {
 			if
-			:: acq_pos[k] > flushed -> lost[k] = true
+			:: acq_unflushed[k] -> lost[k] = true
 			:: else
 			fi
 		}
@@ -642,10 +631,11 @@ init
 	byte	k;
 
 	atomic {
-		run Client(0, OPS, true);
-		for (k : 1 .. NC - 1) {
-			run Client(k, OPS_OTHERS, OTHERS_WRITE)
-		}
+		run Client(0, OPS0, true);
+		run Client(1, OPS1, OTHERS_WRITE);
+#if NC > 2
+		run Client(2, OPS2, OTHERS_WRITE);
+#endif
 		k = 0
 	}
 }
