@@ -1,0 +1,641 @@
+/*
+ * tenure.pml
+ *		A Promela model of pg_tenure's protocol for one lease: tenures and
+ *		the automatic hold-off, the keeper, claims, the fence check and its
+ *		lock at PRE_COMMIT, publication of new tenures and epochs in the
+ *		COMMIT callback after the commit record, the epoch clock, and a
+ *		server crash that loses shared memory and unflushed WAL.
+ *
+ * model/README maps every step to the C function that implements it and
+ * lists what the model leaves out, and why.  The properties:
+ *
+ *   HOLDOFF  no two clients believe they lead at once (the client rule,
+ *            automatic hold-off), except a client whose acquisition a
+ *            crash lost before it was flushed (documented: the bound is
+ *            lost with it).  Checked in every state by proctype Holdoff.
+ *   FENCE    a fenced write commits only under the latest committed epoch:
+ *            tokens of committed writes never decrease in commit order, and
+ *            none commits once a newer epoch has committed, or under an
+ *            epoch whose transaction never committed (fenced_write).
+ *   EPOCH    every committed epoch exceeds every epoch committed before it,
+ *            across the crash: no epoch is issued twice (commit_issue).
+ *
+ * Mutants, selected with -D (model/run checks that each one is caught):
+ *   NO_FENCE_LOCK   writers and issuers take no fence lock at PRE_COMMIT
+ *   PUBLISH_EARLY   new tenures and claims are published at PRE_COMMIT,
+ *                   before the commit record
+ *   NO_FORCE_SYNC   an issue never forces its commit to be flushed
+ *   NO_HOLDOFF      a new tenure is active at once
+ */
+
+#ifndef NC
+#define NC		3			/* clients, holders 0 .. NC-1 (2 or 3) */
+#endif
+#ifndef OPS0
+#define OPS0	3			/* operations of client 0 */
+#endif
+#ifndef OPS1
+#define OPS1	2			/* operations of client 1 */
+#endif
+#ifndef OPS2
+#define OPS2	1			/* operations of client 2 */
+#endif
+#ifndef OTHERS_WRITE
+#define OTHERS_WRITE	false	/* whether the other clients write and release */
+#endif
+#ifndef TTL
+#define TTL		2
+#endif
+#ifndef TMAX
+#define TMAX	4			/* time runs from 0 to TMAX */
+#endif
+
+#define CLAIMER	NC			/* the claimer's backend; it claims for holder 0 */
+#define NOBODY	255
+
+/* TenureState */
+#define FREE	0
+#define PENDING	1
+#define HELD	2
+
+/* tenure_state_reserve() results */
+#define BUSY		0
+#define RENEWED		1
+#define RESERVED	2
+
+#define MAX(a, b)	((a) > (b) -> (a) : (b))
+
+/* ------------------------------------------------------------------ */
+/* Time: one clock for server and clients (CLOCK_MONOTONIC, no drift).
+ * A tick changes nothing but now, so it commutes with every step that
+ * does not read now: instead of a clock process, each step that reads
+ * now may first let any amount of time pass (advance()).  Every run with
+ * a ticking clock is a run of this model with the ticks moved to the next
+ * step that reads the time, which sees the same value. */
+byte	now;
+
+inline advance()
+{
+	do
+	:: now < TMAX -> now++
+	:: break
+	od
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared memory: the lease's entry (state.c, TenureLease) and the epoch
+ * clock (TenureShared.clock_*).  Lost in a crash. */
+bool	loaded;				/* the entry exists */
+byte	st;					/* FREE, PENDING or HELD */
+byte	holder = NOBODY;	/* holder name */
+byte	pend_be = NOBODY;	/* backend of the PENDING acquisition */
+byte	epoch;				/* latest published epoch */
+byte	pend_epoch;
+bool	committing;			/* past its PRE_COMMIT check */
+byte	acquired;			/* acquired_mono */
+byte	renewed;			/* renewed_mono */
+byte	active_at;			/* active_mono */
+byte	pred;				/* pred_expiry_mono: the hold-off bound */
+bool	lock_wanted;		/* the keeper's advisory lock */
+bool	lock_held;
+byte	ready;				/* ready_mono: when the server became ready */
+bool	clk_started;		/* clock_tli != 0 */
+byte	clk_last;			/* clock_last */
+
+/* Heavyweight locks (the lock table is shared memory too).  A fenced
+ * writer's RowExclusiveLock is held only inside its one atomic step (see
+ * fenced_write), so it shows as no variable. */
+byte	fl_ex;				/* the fence lock's ExclusiveLock: backend + 1 */
+byte	rowlock;			/* tenure.lease row lock: backend + 1 */
+
+/* ------------------------------------------------------------------ */
+/* WAL and tables.  The clock of WAL position p is C(p) = p: every record
+ * is one unit long. */
+byte	ins;				/* insert position */
+byte	flushed;			/* flush position */
+byte	row_epoch;			/* tenure.lease.epoch, as the WAL has it */
+byte	row_vis;			/* ... as the latest snapshot sees it */
+bool	hist_open;			/* latest tenure.history row open (WAL) */
+byte	row_epoch_d;		/* ... as of the flushed WAL */
+bool	hist_open_d;
+byte	gen;				/* server generation: a crash starts the next */
+
+/* ------------------------------------------------------------------ */
+/* Ghost state of the properties. */
+byte	committed_max;		/* largest epoch whose transaction committed */
+byte	last_write;			/* token of the latest committed fenced write */
+bool	believe[NC];		/* leader_is said yes in the current tenure */
+byte	lastsent[NC];		/* when the last successful acquire/renew was sent */
+bool	acq_unflushed[NC];	/* the latest acquisition's commit is not flushed */
+bool	lost[NC];			/* a crash lost that acquisition */
+bool	ended_early;
+
+#define LIVE(t)		(st == HELD && (t) < renewed + TTL)
+#define MINE(b)		(st == PENDING && pend_be == (b))
+#define BEL(i)		(believe[i] && now < lastsent[i] + TTL && !lost[i])
+
+#ifdef NO_FENCE_LOCK
+#define FENCE_FREE			true
+#define TAKE_FENCE(b)		skip
+#else
+#define FENCE_FREE			(fl_ex == 0)
+#define TAKE_FENCE(b)		fl_ex = (b) + 1
+#endif
+
+#ifdef NO_FORCE_SYNC
+#define MUST_SYNC(n)	false
+#else
+#define MUST_SYNC(n)	(n)
+#endif
+
+/* Everything inserted is flushed, and the tables' state with it. */
+inline flush_now()
+{
+	flushed = ins;
+	acq_unflushed[0] = false;
+	acq_unflushed[1] = false;
+#if NC > 2
+	acq_unflushed[2] = false;
+#endif
+	row_epoch_d = row_epoch;
+	hist_open_d = hist_open
+}
+
+/* state.c, tenure_end() */
+inline tenure_end(released)
+{
+	if
+	:: !released -> pred = MAX(pred, renewed + TTL)
+	:: else
+	fi;
+	st = FREE;
+	holder = NOBODY;
+	lock_wanted = false
+}
+
+/* state.c, tenure_unreserve() */
+inline unreserve()
+{
+	st = FREE;
+	holder = NOBODY;
+	pend_be = NOBODY;
+	pend_epoch = 0;
+	committing = false;
+	lock_wanted = false
+}
+
+/* state.c, tenure_state_publish_acquire() */
+inline publish_acquire(b)
+{
+	if
+	:: loaded && MINE(b) ->
+		st = HELD;
+		pend_be = NOBODY;
+		committing = false;
+		lock_wanted = true;
+		epoch = MAX(epoch, pend_epoch);
+		pend_epoch = 0
+	:: else
+	fi
+}
+
+/* state.c, tenure_state_publish_claim() */
+inline publish_claim(e)
+{
+	if
+	:: loaded -> epoch = MAX(epoch, e)
+	:: else
+	fi
+}
+
+/* catalog.c, tenure_issue_epoch(), under the row lock: the epoch is
+ * max(stored + 1, base + R, floor + 1) with base 0 and floor the epoch
+ * shared memory has seen (tenure_state_cached_epoch()); R is drawn from
+ * the clock (tenure_state_clock_draw(): C(insert) + 1 at the first draw
+ * after a start, else one more than the largest value used); then the
+ * UPDATE record is inserted and R recorded (tenure_state_clock_used()). */
+inline issue_epoch(e, R)
+{
+	if
+	:: !clk_started -> clk_started = true; clk_last = ins
+	:: else
+	fi;
+	R = clk_last + 1;
+	e = MAX(row_epoch + 1, R);
+	if
+	:: loaded && epoch >= e -> e = epoch + 1
+	:: else
+	fi;
+	ins++;
+	clk_last = MAX(clk_last, R)
+}
+
+/* The commit of a transaction that issued epoch e, in CommitTransaction's
+ * order: the commit record (RecordTransactionCommit), flushed if the
+ * commit is synchronous or ForceSyncCommit() was called (R beyond the
+ * flushed WAL), then visibility (ProcArrayEndTransaction), from which on
+ * the epoch counts as issued.  A crash before the flush leaves no trace
+ * of the record, as if it had come before the record: one step. */
+inline commit_issue(e, needsync)
+{
+	ins++;
+	row_epoch = e;
+	hist_open = true;
+	if
+	:: MUST_SYNC(needsync) -> flush_now()
+	:: else ->
+		if
+		:: flush_now()				/* synchronous_commit = on */
+		:: skip						/* synchronous_commit = off */
+		fi
+	fi;
+	assert(e > committed_max);		/* EPOCH */
+	committed_max = e;
+	row_vis = e
+}
+
+/* The end of an issuing transaction by backend b: release its locks
+ * (after the COMMIT callbacks) or, on abort, give its reservation back
+ * (tenure_txn_cancel()). */
+inline end_issue(b)
+{
+	if
+	:: fl_ex == (b) + 1 -> fl_ex = 0
+	:: else
+	fi;
+	if
+	:: rowlock == (b) + 1 -> rowlock = 0
+	:: else
+	fi;
+	if
+	:: MINE(b) -> unreserve()
+	:: else
+	fi
+}
+
+/* A fenced write with token tk (fence.c, tenure_fence_precommit()): at
+ * PRE_COMMIT the writer takes RowExclusiveLock on the fence lock, checks
+ * the lease's live tenure and epoch, commits, and releases the lock after
+ * its COMMIT callbacks.  That lock excludes every step of an issuer that
+ * holds ExclusiveLock (commit, publication), so the whole critical
+ * section is one step; without the lock (NO_FENCE_LOCK) the check and
+ * the commit are two.  The check when the statement runs is left out: it
+ * can only make a write fail sooner. */
+#define FENCE_PASSES(tk)	(loaded && LIVE(now) && epoch == (tk))
+
+inline commit_write(tk)
+{
+	assert(tk >= last_write);		/* FENCE: commit order */
+	assert(tk == committed_max);	/* FENCE: the latest committed epoch */
+	last_write = tk;
+	ins++
+}
+
+inline fenced_write(guard, cnt, tk, ok)
+{
+#ifndef NO_FENCE_LOCK
+	atomic {
+		guard && FENCE_FREE -> cnt++;
+		advance();
+		if
+		:: FENCE_PASSES(tk) -> commit_write(tk)
+		:: else							/* TN002: it aborts */
+		fi
+	}
+#else
+	atomic { guard -> cnt++; mygen = gen; advance(); ok = FENCE_PASSES(tk) };
+	atomic {
+		if
+		:: ok && gen == mygen -> commit_write(tk)
+		:: else
+		fi;
+		ok = false
+	}
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* A client: holder i in its own backend i, a campaign loop.  It may act
+ * as leader once leader_is() said yes, until it sent its last successful
+ * acquire or renew plus the ttl (README, The client rule).  Its token is
+ * the epoch its latest acquire returned; it may write with it after it
+ * lost the lease (a stale leader). */
+proctype Client(byte i; byte nops; bool writer)
+{
+	byte	ops, mygen, sent, e, R, tk, r;
+	bool	has_tk, needsync, ok;
+
+	do
+	/* acquire(): acquire.c, tenure_acquire_tenure().  The client sent the
+	 * call at the latest when the server reads its clock: that is when its
+	 * belief may last longest. */
+	:: atomic {
+				ops < nops -> ops++;
+				mygen = gen;
+				advance();
+				sent = now;
+				/* the entry follows the committed row (tenure_ensure_entry) */
+				if
+				:: !loaded ->
+					loaded = true;
+					epoch = MAX(epoch, row_vis);
+					/* open_at_shutdown: a tenure open when the server went down */
+					if
+					:: gen > 0 && hist_open -> pred = ready + TTL
+					:: else
+					fi
+				:: else
+				fi;
+				/* tenure_state_reserve() */
+				if
+				:: st == HELD && !LIVE(now) -> tenure_end(false)
+				:: else
+				fi;
+				if
+				:: st == PENDING && !committing && now >= acquired + TTL &&
+				   pend_be != i -> unreserve()
+				:: else
+				fi;
+				if
+				:: st != FREE ->
+					if
+					:: holder == i && LIVE(now) ->
+						/* held already: renewed, same epoch */
+						renewed = MAX(renewed, now);
+						tk = epoch;
+						has_tk = true;
+						lastsent[i] = now;
+						r = RENEWED
+					:: else -> r = BUSY
+					fi
+				:: else ->
+					st = PENDING;
+					holder = i;
+					pend_be = i;
+					pend_epoch = 0;
+					committing = false;
+					acquired = now;
+					renewed = now;
+#ifndef NO_HOLDOFF
+					active_at = MAX(now, pred);
+#else
+					active_at = now;
+#endif
+					lock_wanted = true;
+					r = RESERVED
+				fi
+			};
+			{
+				if
+				:: r != RESERVED -> r = 0
+				:: else ->
+					/* the keeper's answer (tenure_wait_for_lock), the row
+					 * lock, the epoch (tenure_issue_epoch()) and whether
+					 * it needs ForceSyncCommit(); tenure_state_issued();
+					 * at PRE_COMMIT tenure_txn_check_reservation() and the
+					 * fence lock in ExclusiveLock mode
+					 * (tenure_fence_precommit()); then a later PRE_COMMIT
+					 * step may still fail (another module's callback,
+					 * PreCommit_Notify, a serialization failure), or the
+					 * transaction commits.  One step: see model/README. */
+					atomic {
+						(lock_held && rowlock == 0 && FENCE_FREE) || !MINE(i) ->
+						advance();
+						if
+						:: MINE(i) && now < acquired + TTL ->
+							rowlock = i + 1;
+							issue_epoch(e, R);
+							needsync = (R > flushed);
+							pend_epoch = e;
+							committing = true;
+							TAKE_FENCE(i);
+#ifdef PUBLISH_EARLY
+							publish_acquire(i);
+#endif
+							if
+							:: goto acq_abort
+							:: commit_issue(e, needsync);
+								acq_unflushed[i] = (flushed < ins)
+							fi
+						:: else -> goto acq_abort
+						fi
+					};
+					/* XACT_EVENT_COMMIT: tenure_txn_publish(); then the locks
+					 * are released and acquire() has returned e */
+					atomic {
+#ifndef PUBLISH_EARLY
+						publish_acquire(i);
+#endif
+						end_issue(i);
+						tk = e;
+						has_tk = true;
+						lastsent[i] = sent;
+						believe[i] = false;
+						lost[i] = false;
+						e = 0; R = 0; needsync = false; r = 0; sent = 0
+					};
+					goto acq_done;
+acq_abort:
+					/* XACT_EVENT_ABORT */
+					atomic { end_issue(i); e = 0; R = 0; needsync = false; r = 0; sent = 0 };
+acq_done:
+					skip
+				fi
+			} unless { gen != mygen }
+
+	/* leader_is(): state.c, tenure_state_leads(); asked once an acquire
+	 * returned an epoch (before, it cannot say yes) */
+	:: atomic {
+				ops < nops && has_tk -> ops++;
+				advance();
+				if
+				:: loaded && holder == i && LIVE(now) && now >= active_at ->
+					believe[i] = true
+				:: else
+				fi
+			}
+
+	/* a fenced write under the client's token */
+	:: fenced_write(ops < nops && has_tk && writer, ops, tk, ok)
+
+		/* release(): lease.c, tenure_release(): the row lock and
+		 * tenure_state_held_epoch(); at COMMIT the history row is closed
+		 * and tenure_state_publish_release() ends the tenure.  The client
+		 * stops acting first. */
+	:: atomic {
+				ops < nops && has_tk && writer && rowlock == 0 -> ops++;
+				believe[i] = false;
+				mygen = gen;
+				rowlock = i + 1
+			};
+			{
+				atomic {
+					advance();
+					if
+					:: holder == i && LIVE(now) ->
+						ins++;
+						hist_open = false;
+						if
+						:: flush_now()
+						:: skip
+						fi;
+						if
+						:: st == HELD -> tenure_end(true)
+						:: else
+						fi
+					:: else
+					fi;
+					rowlock = 0
+				}
+			} unless { gen != mygen }
+	:: ops == nops -> break
+	od
+}
+
+/* ------------------------------------------------------------------ */
+/* The claimer: a second backend of holder 0 (a restarted writer) claims a
+ * new epoch while holder 0 holds the lease (lease.c, tenure_claim_epoch).
+ * Client 0 learns the claimed epoch through acquire's renewal. */
+active proctype Claimer()
+{
+	byte	mygen, e, R;
+	bool	needsync;
+
+	/* tenure_holds(), the row lock, tenure_holds() again (a claim that
+	 * fails between the two checks only uses up a clock value),
+	 * tenure_issue_epoch(), the fence lock at PRE_COMMIT; then a later
+	 * PRE_COMMIT step fails, or the claim commits */
+end_idle:
+	atomic {
+		loaded && holder == 0 && LIVE(now) && rowlock == 0 && FENCE_FREE ->
+		mygen = gen;
+		rowlock = CLAIMER + 1;
+		issue_epoch(e, R);
+		needsync = (R > flushed);
+		TAKE_FENCE(CLAIMER);
+#ifdef PUBLISH_EARLY
+		publish_claim(e);
+#endif
+		if
+		:: end_issue(CLAIMER); goto claim_done
+		:: commit_issue(e, needsync)
+		fi
+	};
+	{
+		atomic {
+#ifndef PUBLISH_EARLY
+			publish_claim(e);
+#endif
+			end_issue(CLAIMER)
+		}
+	} unless { gen != mygen };
+claim_done:
+	skip
+}
+
+/* ------------------------------------------------------------------ */
+/* The keeper (keeper.c; state.c, tenure_keeper_tend()): takes the
+ * advisory lock a reservation wants, lets go of one nobody wants, ends
+ * expired tenures; and, once, a live tenure ends early, as a revocation or
+ * the exit of a session-bound holder's backend ends it (hold-off kept). */
+active proctype Keeper()
+{
+end:
+	do
+	:: atomic { lock_wanted && !lock_held -> lock_held = true }
+	:: atomic { lock_held && !lock_wanted -> lock_held = false }
+	:: atomic {
+			st == HELD && renewed + TTL <= TMAX ->
+			do
+			:: now < renewed + TTL -> now++
+			:: else -> break
+			od;
+			tenure_end(false)
+		}
+#ifndef NO_EARLY_END
+	:: atomic { !ended_early && LIVE(now) -> tenure_end(false); ended_early = true }
+#endif
+	od
+}
+
+/* The WAL writer, and the flushes of commits the model leaves out. */
+active proctype WalWriter()
+{
+end:
+	do
+	:: atomic { flushed < ins -> flush_now() }
+	od
+}
+
+/* A crash (PANIC, SIGKILL): shared memory, the lock table and every open
+ * transaction are lost; WAL beyond the flush position is gone, so the
+ * tables go back to their last flushed state, and a commit whose record
+ * was flushed counts, seen or not.  The server is ready again at once
+ * (the earliest, hence weakest, ready_mono). */
+active proctype Crash()
+{
+	byte	k;
+
+#ifndef NO_CRASH
+	atomic {
+		for (k : 0 .. NC - 1) {
+			if
+			:: acq_unflushed[k] -> lost[k] = true
+			:: else
+			fi
+		}
+		k = 0;
+		gen++;
+		loaded = false;
+		st = FREE;
+		holder = NOBODY;
+		pend_be = NOBODY;
+		epoch = 0;
+		pend_epoch = 0;
+		committing = false;
+		acquired = 0;
+		renewed = 0;
+		active_at = 0;
+		pred = 0;
+		lock_wanted = false;
+		lock_held = false;
+		clk_started = false;
+		clk_last = 0;
+		fl_ex = 0;
+		rowlock = 0;
+		ins = flushed;
+		row_epoch = row_epoch_d;
+		row_vis = row_epoch_d;
+		hist_open = hist_open_d;
+		committed_max = MAX(committed_max, row_epoch_d);
+		ready = now
+	}
+#endif
+}
+
+/* HOLDOFF, in every reachable state. */
+active proctype Holdoff()
+{
+end:
+	atomic {
+		((BEL(0) && BEL(1))
+#if NC > 2
+		 || (BEL(0) && BEL(2)) || (BEL(1) && BEL(2))
+#endif
+		) -> assert(false)
+	}
+}
+
+init
+{
+	byte	k;
+
+	atomic {
+		run Client(0, OPS0, true);
+		run Client(1, OPS1, OTHERS_WRITE);
+#if NC > 2
+		run Client(2, OPS2, OTHERS_WRITE);
+#endif
+		k = 0
+	}
+}
