@@ -18,7 +18,6 @@
 
 
 #include "access/xact.h"
-#include "commands/async.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -41,9 +40,10 @@ PG_FUNCTION_INFO_V1(tenure_handoff);
 PG_FUNCTION_INFO_V1(tenure_set_preferred);
 
 /*
- * Queue a NOTIFY on channel "tenure", delivered if the transaction commits,
- * unless tenure.notify is off.  The payload is a JSON object: event,
- * lease, holder, epoch.
+ * Queue a NOTIFY on channel "tenure", delivered if the transaction commits
+ * and a session of the database has run LISTEN tenure (txn.c), unless
+ * tenure.notify is off.  The payload is a JSON object: event, lease,
+ * holder, epoch.
  */
 static void
 tenure_notify(const char *event, const char *lease, const char *holder,
@@ -61,7 +61,7 @@ tenure_notify(const char *event, const char *lease, const char *holder,
 	appendStringInfoString(&buf, ", \"holder\": ");
 	escape_json(&buf, holder);
 	appendStringInfo(&buf, ", \"epoch\": " INT64_FORMAT "}", epoch);
-	Async_Notify("tenure", buf.data);
+	tenure_txn_notify(buf.data);
 	pfree(buf.data);
 }
 

@@ -306,6 +306,9 @@ extern TenureHandoffCheck tenure_state_handoff_commit(const TenureKey *key,
 extern void tenure_state_publish_handoff(const TenureKey *key, int64 epoch);
 extern bool tenure_state_cancel_handoff(const TenureKey *key);
 extern void tenure_state_waiting_done(void);
+extern bool tenure_state_notify_needed(void);
+extern void tenure_state_notify_done(void);
+extern void tenure_state_listening(void);
 extern TenureLeaseStats *tenure_state_stats(Oid dbid, int *count);
 extern void tenure_state_stats_reset(Oid dbid, const char *name);
 extern bool tenure_state_history_job(int64 now, Oid *dbid, Oid *after,
@@ -373,6 +376,7 @@ extern void tenure_txn_init(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
 extern void tenure_txn_issued(uint64 token, int64 epoch);
+extern void tenure_txn_notify(const char *payload);
 extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
 										int64 old_epoch, const char *holder,
 										const char *successor,

@@ -288,13 +288,29 @@ typedef struct TenureShared
 	slock_t		clock_mutex;	/* protects the two fields below */
 	TimeLineID	clock_tli;		/* timeline of clock_last; 0: not started */
 	int64		clock_last;		/* largest clock value an epoch used */
+
+	/* backends that have run LISTEN tenure (see tenure_state_listening()) */
+	pg_atomic_uint32 listeners;
 } TenureShared;
+
+/*
+ * One per backend, without the LWLock (see tenure_state_listening()):
+ * listen_db is the database this backend ran LISTEN tenure in, or 0;
+ * quiet is nonzero while a transaction of this backend that would have
+ * sent notifications commits without them.
+ */
+typedef struct TenureListenSlot
+{
+	pg_atomic_uint32 listen_db;
+	pg_atomic_uint64 quiet;
+} TenureListenSlot;
 
 static const char *tenure_end_reason_name(TenureEndReason reason);
 
 static TenureShared *tenure_shared = NULL;
 static HTAB *tenure_leases = NULL;
 static TenureWaiter *tenure_waiters = NULL;
+static TenureListenSlot *tenure_listen_slots = NULL;
 
 /* this backend's slot in tenure_waiters, if it has registered its exit */
 static bool tenure_waiter_registered = false;
@@ -561,6 +577,7 @@ tenure_shmem_size(void)
 	size = add_size(size, hash_estimate_size(tenure_max_leases,
 											 sizeof(TenureLease)));
 	size = add_size(size, mul_size(MaxBackends, sizeof(TenureWaiter)));
+	size = add_size(size, mul_size(MaxBackends, sizeof(TenureListenSlot)));
 	return size;
 }
 
@@ -591,6 +608,7 @@ tenure_shmem_init(void)
 			boot_id = (uint64) GetCurrentTimestamp() ^ ((uint64) MyProcPid << 32);
 		/* keep it positive: it is stored in a bigint column */
 		tenure_shared->boot_id = (int64) (boot_id & PG_INT64_MAX);
+		pg_atomic_init_u32(&tenure_shared->listeners, 0);
 	}
 
 	memset(&info, 0, sizeof(info));
@@ -606,6 +624,20 @@ tenure_shmem_init(void)
 									 &found);
 	if (!found)
 		memset(tenure_waiters, 0, mul_size(MaxBackends, sizeof(TenureWaiter)));
+
+	tenure_listen_slots = ShmemInitStruct("pg_tenure listeners",
+										  mul_size(MaxBackends, sizeof(TenureListenSlot)),
+										  &found);
+	if (!found)
+	{
+		int			i;
+
+		for (i = 0; i < MaxBackends; i++)
+		{
+			pg_atomic_init_u32(&tenure_listen_slots[i].listen_db, 0);
+			pg_atomic_init_u64(&tenure_listen_slots[i].quiet, 0);
+		}
+	}
 
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -2962,4 +2994,158 @@ tenure_state_history_written(const TenureKey *key, int64 epoch)
 		lease->ended_epoch == epoch)
 		lease->ended_reason = TENURE_END_NONE;
 	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * Notifications go only where somebody listens.
+ *
+ * Every transaction that sends a NOTIFY commits under one lock of the
+ * whole cluster (PostgreSQL's PreCommit_Notify()), which serializes the
+ * commits of concurrent acquisitions and releases.  So a transaction that
+ * changed a lease notifies only if some backend of its database has run
+ * LISTEN tenure (and not yet exited): tenure_state_notify_needed() at its
+ * PRE_COMMIT.  A backend counts as listening from its first LISTEN tenure
+ * until it exits, also after UNLISTEN: a notification too many is
+ * harmless, one too few is not.
+ *
+ * The race to close: a notifier decides at PRE_COMMIT that nobody listens,
+ * a listener then runs LISTEN, commits it and reads the lease, all before
+ * the notifier's commit is visible, and so misses the change for good.
+ * Both sides write their own word first and then read the other's, with a
+ * full barrier between (Dekker): the notifier publishes a nonzero quiet
+ * value, then reads the listeners; the listener publishes its database,
+ * then reads every quiet value.  At least one of them sees the other.  If
+ * the notifier sees the listener, it notifies.  Otherwise the listener
+ * sees the notifier quiet and waits, before its LISTEN goes on, until that
+ * transaction has ended (tenure_state_notify_done(), in the COMMIT
+ * callback, after the commit became visible; or at abort, or exit): its
+ * next snapshot shows the change.  A quiet window lasts from PRE_COMMIT to
+ * COMMIT, microseconds unless the commit waits for a synchronous standby.
+ */
+
+static bool tenure_listen_registered = false;
+static bool tenure_listen_ready = false;	/* counted, and waited once */
+static bool tenure_quiet = false;
+static uint32 tenure_quiet_count = 0;
+
+static void
+tenure_listen_exit(int code, Datum arg)
+{
+	int			slot = TENURE_MY_SLOT();
+
+	if (slot < 0 || slot >= MaxBackends || tenure_listen_slots == NULL)
+		return;
+	pg_atomic_write_u64(&tenure_listen_slots[slot].quiet, 0);
+	tenure_quiet = false;
+	if (pg_atomic_read_u32(&tenure_listen_slots[slot].listen_db) != InvalidOid)
+	{
+		pg_atomic_write_u32(&tenure_listen_slots[slot].listen_db, InvalidOid);
+		pg_atomic_fetch_sub_u32(&tenure_shared->listeners, 1);
+	}
+}
+
+static void
+tenure_listen_register_exit(void)
+{
+	if (!tenure_listen_registered)
+	{
+		before_shmem_exit(tenure_listen_exit, (Datum) 0);
+		tenure_listen_registered = true;
+	}
+}
+
+/*
+ * PRE_COMMIT of a transaction with notifications to send: whether a
+ * backend of this database listens.  If not, this backend stays quiet
+ * until tenure_state_notify_done().
+ */
+bool
+tenure_state_notify_needed(void)
+{
+	int			slot = TENURE_MY_SLOT();
+	uint64		quiet;
+	int			i;
+
+	if (slot < 0 || slot >= MaxBackends || tenure_listen_slots == NULL)
+		return true;
+	tenure_listen_register_exit();
+
+	/* unique while we live: a listener waits until it changes */
+	quiet = ((uint64) MyProcPid << 32) | ++tenure_quiet_count;
+	if ((uint32) quiet == 0)
+		quiet = ((uint64) MyProcPid << 32) | ++tenure_quiet_count;
+	tenure_quiet = true;
+	(void) pg_atomic_exchange_u64(&tenure_listen_slots[slot].quiet, quiet);	/* full barrier */
+
+	if (pg_atomic_read_u32(&tenure_shared->listeners) > 0)
+	{
+		for (i = 0; i < MaxBackends; i++)
+		{
+			if (pg_atomic_read_u32(&tenure_listen_slots[i].listen_db) == MyDatabaseId)
+			{
+				tenure_state_notify_done();
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/*
+ * The transaction that stayed quiet has ended (COMMIT or abort callback):
+ * listeners waiting for it go on.
+ */
+void
+tenure_state_notify_done(void)
+{
+	int			slot = TENURE_MY_SLOT();
+
+	if (!tenure_quiet)
+		return;
+	tenure_quiet = false;
+	pg_atomic_write_u64(&tenure_listen_slots[slot].quiet, 0);
+}
+
+/*
+ * This backend runs LISTEN tenure: from now on, transactions of its
+ * database notify.  The first time, wait until every transaction that
+ * decided to stay quiet before we were counted has ended.  (If that wait
+ * is cancelled, the next LISTEN waits again.)
+ */
+void
+tenure_state_listening(void)
+{
+	int			slot = TENURE_MY_SLOT();
+	uint64	   *seen;
+	int			i;
+
+	if (tenure_listen_ready || slot < 0 || slot >= MaxBackends ||
+		tenure_listen_slots == NULL || !OidIsValid(MyDatabaseId))
+		return;
+	tenure_listen_register_exit();
+
+	if (pg_atomic_read_u32(&tenure_listen_slots[slot].listen_db) != MyDatabaseId)
+	{
+		pg_atomic_write_u32(&tenure_listen_slots[slot].listen_db, MyDatabaseId);
+		(void) pg_atomic_fetch_add_u32(&tenure_shared->listeners, 1);	/* full barrier */
+	}
+	else
+		pg_memory_barrier();
+
+	seen = palloc(sizeof(uint64) * MaxBackends);
+	for (i = 0; i < MaxBackends; i++)
+		seen[i] = (i == slot) ? 0 : pg_atomic_read_u64(&tenure_listen_slots[i].quiet);
+	for (i = 0; i < MaxBackends; i++)
+	{
+		while (seen[i] != 0 &&
+			   pg_atomic_read_u64(&tenure_listen_slots[i].quiet) == seen[i])
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1L, TENURE_WAIT_EVENT);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	pfree(seen);
+	tenure_listen_ready = true;
 }

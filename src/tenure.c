@@ -2,8 +2,8 @@
  *
  * tenure.c
  *		Module entry point of pg_tenure: settings, shared memory hooks, the
- *		object access hook, and registration of the keeper worker and the
- *		transaction callbacks.
+ *		object access and utility hooks, and registration of the keeper
+ *		worker and the transaction callbacks.
  *
  * pg_tenure must be loaded through shared_preload_libraries: its lease
  * table lives in shared memory and its keeper worker holds the advisory
@@ -19,8 +19,10 @@
 #include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 
 #include "pg_tenure.h"
@@ -37,6 +39,7 @@ int			tenure_claim_timeout = 10000;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static object_access_hook_type prev_object_access_hook = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility_hook = NULL;
 
 void		_PG_init(void);
 
@@ -85,6 +88,32 @@ tenure_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	else if (classId == ExtensionRelationId &&
 			 objectId == get_extension_oid("pg_tenure", true))
 		tenure_txn_drop_database_leases(MyDatabaseId);
+}
+
+/*
+ * Utility hook: LISTEN tenure makes transactions of this database send
+ * their notifications (state.c, tenure_state_listening()).  Only the
+ * statement's tag is looked at otherwise.
+ */
+static void
+tenure_process_utility(PlannedStmt *pstmt, const char *queryString,
+					   bool readOnlyTree, ProcessUtilityContext context,
+					   ParamListInfo params, QueryEnvironment *queryEnv,
+					   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+
+	if (IsA(stmt, ListenStmt) &&
+		strcmp(((ListenStmt *) stmt)->conditionname, "tenure") == 0 &&
+		tenure_state_attached())
+		tenure_state_listening();
+
+	if (prev_ProcessUtility_hook)
+		prev_ProcessUtility_hook(pstmt, queryString, readOnlyTree, context,
+								 params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
 }
 
 /*
@@ -152,7 +181,7 @@ _PG_init(void)
 
 	DefineCustomBoolVariable("tenure.notify",
 							 "Sends NOTIFY on channel tenure when a transaction that acquires, releases or claims commits.",
-							 "Every transaction that sends a notification commits under one lock of the whole cluster: turn it off where nobody listens.",
+							 "Only while a session of the database has run LISTEN tenure: every transaction that sends a notification commits under one lock of the whole cluster.",
 							 &tenure_notify_enabled,
 							 true,
 							 PGC_SUSET,
@@ -176,6 +205,8 @@ _PG_init(void)
 	shmem_startup_hook = tenure_shmem_startup;
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = tenure_object_access;
+	prev_ProcessUtility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = tenure_process_utility;
 
 	tenure_register_keeper();
 	tenure_txn_init();

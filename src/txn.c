@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/async.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "utils/memutils.h"
@@ -58,6 +59,19 @@ typedef struct TenureAction
 static List *tenure_actions = NIL;
 
 /*
+ * Notifications on channel "tenure" of the current transaction, sent at
+ * PRE_COMMIT if a backend of the database listens (state.c,
+ * tenure_state_notify_needed()), in the order they were made.
+ */
+typedef struct TenureNote
+{
+	SubTransactionId subid;		/* subtransaction that made it */
+	char	   *payload;
+} TenureNote;
+
+static List *tenure_notes = NIL;
+
+/*
  * Remember an action of the current (sub)transaction.
  */
 void
@@ -73,6 +87,21 @@ tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 	act->token = token;
 	act->subid = GetCurrentSubTransactionId();
 	tenure_actions = lappend(tenure_actions, act);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Queue a notification of the current (sub)transaction.
+ */
+void
+tenure_txn_notify(const char *payload)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	TenureNote *note = palloc(sizeof(TenureNote));
+
+	note->subid = GetCurrentSubTransactionId();
+	note->payload = pstrdup(payload);
+	tenure_notes = lappend(tenure_notes, note);
 	MemoryContextSwitchTo(old);
 }
 
@@ -312,6 +341,17 @@ tenure_txn_precommit(void)
 			tenure_fence_note(act->key.name, NULL, ExclusiveLock, -1);
 	}
 	tenure_fence_precommit();
+
+	/* last: a quiet commit holds up the next LISTEN tenure until it ends */
+	if (tenure_notes != NIL)
+	{
+		if (tenure_state_notify_needed())
+		{
+			foreach(lc, tenure_notes)
+				Async_Notify("tenure", ((TenureNote *) lfirst(lc))->payload);
+		}
+		tenure_notes = NIL;
+	}
 }
 
 /*
@@ -359,6 +399,8 @@ tenure_xact_callback(XactEvent event, void *arg)
 			tenure_txn_preprepare();
 			return;
 		case XACT_EVENT_COMMIT:
+			/* the commit is visible now: listeners may go on */
+			tenure_state_notify_done();
 			tenure_fence_reset();
 			tenure_state_waiting_done();
 			if (tenure_actions != NIL)
@@ -375,6 +417,8 @@ tenure_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 			/* (PRE_PREPARE refused to prepare anything that mattered) */
+			tenure_notes = NIL;
+			tenure_state_notify_done();
 			tenure_fence_reset();
 			/* an acquisition that was waiting, interrupted by an error */
 			tenure_state_waiting_done();
@@ -405,6 +449,19 @@ tenure_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		tenure_state_waiting_done();
+
+	foreach(lc, tenure_notes)
+	{
+		TenureNote *note = lfirst(lc);
+
+		if (note->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+			note->subid = parentSubid;
+		else if (event == SUBXACT_EVENT_ABORT_SUB)
+			tenure_notes = foreach_delete_current(tenure_notes, lc);
+	}
+
 	if (tenure_actions == NIL)
 		return;
 
