@@ -2547,9 +2547,11 @@ tenure_lock_table_full(void)
 
 /*
  * Whether the shared lock table is nearly full, found out once per pass of
- * the keeper: then no lock lingers, since backends need room too (a COMMIT
- * takes a fence lock and NOTIFY's lock, for one).  It has room while
- * TENURE_LOCK_ROOM locks on tags nobody else uses can be had.
+ * the keeper and again after it took a lock: then no lock lingers and no
+ * new tenure gets a lock, since backends need room too (a new connection
+ * locks its database, a COMMIT takes a fence lock and maybe NOTIFY's lock).
+ * It has room while TENURE_LOCK_ROOM locks on tags nobody else uses can be
+ * had.
  */
 #define TENURE_LOCK_ROOM	8
 
@@ -2685,16 +2687,33 @@ tenure_keeper_tend(TenureLease *lease, int64 now, bool let_go,
 
 	if (lease->lock_wanted && !lease->lock_held && !lease->lock_failed)
 	{
-		LockAcquireResult r = tenure_lock_try(&tag, ExclusiveLock, true);
+		LockAcquireResult r = LOCKACQUIRE_NOT_AVAIL;
+		bool		room = true;
 
-		/* a full lock table: first make room from locks nobody wants */
-		if (r == LOCKACQUIRE_NOT_AVAIL && tenure_keeper_let_go_all())
+		/*
+		 * A new tenure's lock only while the table keeps TENURE_LOCK_ROOM
+		 * spare, so that new connections and COMMITs still find room;
+		 * first make room from locks nobody wants.  A held tenure's lock
+		 * (the keeper restarted) is taken back whatever the room.
+		 */
+		if (lease->state != TENURE_HELD && tenure_lock_table_tight())
+		{
+			tenure_pass_tight = -1;
+			room = tenure_keeper_let_go_all() && !tenure_lock_table_tight();
+		}
+		if (room)
+		{
 			r = tenure_lock_try(&tag, ExclusiveLock, true);
+			/* a full lock table: first make room from locks nobody wants */
+			if (r == LOCKACQUIRE_NOT_AVAIL && tenure_keeper_let_go_all())
+				r = tenure_lock_try(&tag, ExclusiveLock, true);
+		}
 		if (r != LOCKACQUIRE_NOT_AVAIL)
 		{
 			lease->lock_held = true;
 			lease->held_tag = tag;
 			tenure_pass_took = true;
+			tenure_pass_tight = -1;		/* one entry less spare */
 		}
 		else if (lease->state == TENURE_HELD)
 		{
@@ -2709,7 +2728,7 @@ tenure_keeper_tend(TenureLease *lease, int64 now, bool let_go,
 		}
 		else
 		{
-			lease->lock_no_memory = tenure_lock_table_full();
+			lease->lock_no_memory = !room || tenure_lock_table_full();
 			lease->lock_failed = true;
 			lease->lock_wanted = false;
 		}
