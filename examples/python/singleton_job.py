@@ -128,6 +128,12 @@ try:
                 say(f"failed: {err}")
         time.sleep(max(0.0, step + ttl / 3 - time.monotonic()))
 except KeyboardInterrupt:  # SIGTERM or SIGINT: release even a tenure whose acquire we did not see return
-    released = conn is not None and not conn.closed and \
-        conn.execute("SELECT tenure.release(%s, %s)", [args.lease, args.holder]).fetchone()[0]
+    release = "SELECT tenure.release(%s, %s)"
+    try:
+        released = conn is not None and not conn.closed and \
+            conn.execute(release, [args.lease, args.holder]).fetchone()[0]
+    except psycopg.Error:  # the signal hit inside the driver, which left the connection mid-command
+        conn.close()  # (ends a session-bound tenure; the release below then finds nothing)
+        with connect() as fresh:
+            released = fresh.execute(release, [args.lease, args.holder]).fetchone()[0]
     say(("stopping; released" + (f" epoch={epoch}" if epoch else "")) if released else "stopping")
