@@ -18,13 +18,13 @@ trap 'rm -rf "$tmp"' EXIT
 groups=(
 	"is-leader|leader_is leader_row select1"
 	"renew|renew renew_row select1"
-	"acquire + release|cycle cycle_quiet cycle_advisory"
+	"acquire + release|cycle cycle_listened cycle_advisory cycle_sql"
 	"fenced INSERT|insert_fenced_local insert_plain_local insert_trigger insert_for_share insert_plain"
 )
 color() {
 	case $1 in
-		leader_is | renew | cycle | cycle_quiet | insert_fenced_local) echo 0x1f77b4 ;; # pg_tenure
-		select1 | insert_plain | insert_plain_local) echo 0xaaaaaa ;;      # reference
+		leader_is | renew | cycle | cycle_listened | insert_fenced_local) echo 0x1f77b4 ;; # pg_tenure
+		select1 | insert_plain | insert_plain_local | cycle_sql) echo 0xaaaaaa ;; # reference
 		*) echo 0xff7f0e ;;                                                # today's approach
 	esac
 }
@@ -36,7 +36,8 @@ label() {
 		renew) echo "renew" ;;
 		renew_row) echo "lease row UPDATE" ;;
 		cycle) echo "acquire+release" ;;
-		cycle_quiet) echo "acquire+release, notify off" ;;
+		cycle_listened) echo "acquire+release, a listener" ;;
+		cycle_sql) echo "the same rows, plain SQL" ;;
 		cycle_advisory) echo "advisory lock+unlock" ;;
 		insert_fenced_local) echo "fenced (token local)" ;;
 		insert_plain_local) echo "unfenced, same txn" ;;

@@ -101,7 +101,8 @@ scenarios=(
 	"renew|select1|renew.sql||renew: tenure.renew, a lease per client"
 	"renew_row|select1|renew_row.sql||renew today: UPDATE of a lease row"
 	"cycle|cycle_advisory|cycle.sql||acquire + release: tenure.acquire / tenure.release"
-	"cycle_quiet|cycle_advisory|cycle.sql|-c tenure.notify=off|acquire + release with tenure.notify = off (no NOTIFY, whose commit lock is cluster-wide)"
+	"cycle_listened|cycle_advisory|cycle.sql||acquire + release while a session listens on channel tenure (each commit sends NOTIFY, under its cluster-wide lock)"
+	"cycle_sql|cycle_advisory|cycle_sql.sql||the rows acquire + release write, by plain SQL: lease row UPDATE, history INSERT; COMMIT; history UPDATE (no checks)"
 	"cycle_advisory|cycle_advisory|cycle_advisory.sql||acquire + release today: pg_try_advisory_lock / pg_advisory_unlock"
 	"insert_plain|insert_plain|insert_plain.sql||INSERT into a plain table (reference)"
 	"insert_trigger|insert_plain|insert_trigger.sql|-c app.epoch=$epoch|fenced INSERT today: PL/pgSQL trigger vs epoch row (not linearizable)"
@@ -171,11 +172,30 @@ fi
 
 # ---------------------------------------------------------------- scenarios
 raw=$out/raw.csv
+# A session that has run LISTEN tenure, asleep: from then on every
+# acquisition and release of the database sends its NOTIFY.
+listener_start() {
+	as_user env PGHOST=$dir PGPORT=$port PGAPPNAME=bench_listener $PG_BIN/psql -X -q -d postgres \
+		-c "LISTEN tenure" -c "SELECT pg_sleep(86400)" >/dev/null 2>&1 &
+	for _ in $(seq 300); do
+		[ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_listener' AND query LIKE 'SELECT pg_sleep%'")" = 1 ] && return 0
+		sleep 0.1
+	done
+	echo "bench: the listener did not start" >&2
+	return 1
+}
+listener_stop() {
+	psql_q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_listener'" >/dev/null
+	wait
+}
+
 run_one() {
 	local id=$1 script=$2 opts=$3 clients=$4 rep=$5
 	local lsn0 lsn1 log tps n wal
+	if [ "$id" = cycle_listened ]; then listener_start || return 1; fi
 	lsn0=$(psql_q -c "SELECT pg_current_wal_insert_lsn()")
 	log=$(pgb "$clients" "$DURATION" "$opts" -f "$dir/scripts/$script" 2>&1) || { echo "$log" >&2; return 1; }
+	if [ "$id" = cycle_listened ]; then listener_stop; fi
 	lsn1=$(psql_q -c "SELECT pg_current_wal_insert_lsn()")
 	tps=$(echo "$log" | tps_of)
 	n=$(echo "$log" | awk '/number of transactions actually processed/ {print $NF}')
@@ -214,7 +234,7 @@ fi
 groups=(
 	"is-leader|select1 leader_is leader_row"
 	"renew|select1 renew renew_row"
-	"acquire + release|cycle_advisory cycle"
+	"acquire + release|cycle_advisory cycle cycle_sql"
 	"fenced INSERT today|insert_plain insert_trigger insert_for_share"
 	"fenced INSERT|insert_plain_local insert_fenced_local"
 )

@@ -41,3 +41,11 @@ CREATE TRIGGER bench_epoch_check BEFORE INSERT OR UPDATE OR DELETE ON bench_trig
 
 -- fenced INSERT, today (2): the epoch row FOR SHARE inside the transaction
 CREATE TABLE bench_share (id bigserial, client int, note text);
+
+-- acquire + release, the rows alone: what pg_tenure writes per cycle, by
+-- plain SQL (a lease row and a history table indexed as tenure.history)
+CREATE TABLE bench_cycle_row (name text PRIMARY KEY, epoch bigint NOT NULL);
+INSERT INTO bench_cycle_row SELECT 'bench-cycle-' || i, 0 FROM generate_series(0, 63) i;
+CREATE TABLE bench_cycle_history (lease text NOT NULL, epoch bigint NOT NULL, holder text NOT NULL,
+	started timestamptz NOT NULL, ended timestamptz, end_reason text, PRIMARY KEY (lease, epoch));
+CREATE INDEX ON bench_cycle_history (lease) WHERE ended IS NULL;
