@@ -42,6 +42,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "pg_tenure.h"
@@ -127,6 +128,7 @@ tenure_history_write(void)
 	int			count;
 	int			i;
 	Oid			nsp;
+	MemoryContext oldcxt;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -143,8 +145,11 @@ tenure_history_write(void)
 		return;
 	}
 
+	/* both are read after the commit, which frees the transaction's memory */
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	ends = tenure_state_history_pending(MyDatabaseId, &count);
 	written = palloc0(sizeof(bool) * Max(count, 1));
+	MemoryContextSwitchTo(oldcxt);
 	{
 		TenureSpi	spi;
 
@@ -164,6 +169,8 @@ tenure_history_write(void)
 	for (i = 0; i < count; i++)
 		if (written[i])
 			tenure_state_history_written(&ends[i].key, ends[i].epoch);
+	pfree(ends);
+	pfree(written);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
