@@ -1621,64 +1621,117 @@ tenure_state_waiting_done(void)
 }
 
 /*
+ * Copy something of every entry of database dbid (dropped leases' aside)
+ * into a palloc'd array of elements of elemsize bytes, all under one hold
+ * of the shared lock: copy() fills the element for an entry and returns
+ * whether it is to be kept; begin(), if given, runs first under the same
+ * hold.  Returns the array, with *count elements.
+ *
+ * Nothing is allocated under the lock: the array is sized from the
+ * table's count, which is read again under the hold that copies; if the
+ * table grew in between, the array grows and the copy starts over.  Every
+ * try that fails saw a larger count, which never exceeds
+ * tenure.max_leases, so this ends.
+ */
+typedef bool (*TenureCopyFunc) (TenureLease *lease, void *elem, void *arg);
+
+static void *
+tenure_copy_entries(Oid dbid, Size elemsize, TenureCopyFunc copy,
+					void (*begin) (void *arg), void *arg, int *count)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	char	   *elems;
+	long		room;
+	int			n;
+
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	room = hash_get_num_entries(tenure_leases) + 16;
+	LWLockRelease(tenure_shared->lock);
+	for (;;)
+	{
+		long		entries;
+
+		elems = palloc_extended(elemsize * room, MCXT_ALLOC_HUGE);
+		n = 0;
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		entries = hash_get_num_entries(tenure_leases);
+		if (entries <= room)
+		{
+			if (begin != NULL)
+				begin(arg);
+			hash_seq_init(&scan, tenure_leases);
+			while ((lease = hash_seq_search(&scan)) != NULL)
+			{
+				if (lease->key.dbid == dbid && !lease->dropped &&
+					copy(lease, elems + elemsize * n, arg))
+					n++;
+			}
+		}
+		LWLockRelease(tenure_shared->lock);
+		if (entries <= room)
+			break;
+		pfree(elems);
+		room = entries + 16;
+	}
+	*count = n;
+	return elems;
+}
+
+/* tenure_state_stats(): the waiters of the database, then each entry's */
+typedef struct TenureStatsCopy
+{
+	Oid			dbid;
+	TenureKey  *waiting;		/* MaxBackends of them */
+	int			nwaiting;
+} TenureStatsCopy;
+
+static void
+tenure_stats_begin(void *arg)
+{
+	TenureStatsCopy *c = arg;
+	int			i;
+
+	c->nwaiting = 0;
+	for (i = 0; i < MaxBackends; i++)
+		if (tenure_waiters[i].pid != 0 && tenure_waiters[i].key.dbid == c->dbid)
+			c->waiting[c->nwaiting++] = tenure_waiters[i].key;
+}
+
+static bool
+tenure_stats_copy(TenureLease *lease, void *elem, void *arg)
+{
+	TenureStatsCopy *c = arg;
+	TenureLeaseStats *st = elem;
+	int			j;
+
+	memcpy(st->name, lease->key.name, sizeof(st->name));
+	st->counters = lease->counters;
+	for (j = 0; j < TENURE_FENCED_KINDS; j++)
+		st->fenced[j] = pg_atomic_read_u64(&lease->fenced[j]);
+	st->waiters = 0;
+	for (j = 0; j < c->nwaiting; j++)
+		if (strcmp(c->waiting[j].name, lease->key.name) == 0)
+			st->waiters++;
+	return true;
+}
+
+/*
  * The counters of the leases of database dbid that have an entry, for
  * tenure.lease_stats; a palloc'd array of *count elements.
  */
 TenureLeaseStats *
 tenure_state_stats(Oid dbid, int *count)
 {
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
+	TenureStatsCopy c;
 	TenureLeaseStats *stats;
-	TenureKey  *waiting;
-	long		room;
-	int			nwaiting;
-	int			n;
-	int			i;
-	int			j;
 
-	waiting = palloc(sizeof(TenureKey) * MaxBackends);
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	room = hash_get_num_entries(tenure_leases) + 16;
-	LWLockRelease(tenure_shared->lock);
-	for (;;)
-	{
-		stats = palloc_extended(sizeof(TenureLeaseStats) * room, MCXT_ALLOC_HUGE);
-		n = 0;
-		nwaiting = 0;
-		LWLockAcquire(tenure_shared->lock, LW_SHARED);
-		if (hash_get_num_entries(tenure_leases) <= room)
-		{
-			for (i = 0; i < MaxBackends; i++)
-				if (tenure_waiters[i].pid != 0 &&
-					tenure_waiters[i].key.dbid == dbid)
-					waiting[nwaiting++] = tenure_waiters[i].key;
-			hash_seq_init(&scan, tenure_leases);
-			while ((lease = hash_seq_search(&scan)) != NULL)
-			{
-				TenureLeaseStats *st;
-
-				if (lease->key.dbid != dbid || lease->dropped)
-					continue;
-				st = &stats[n++];
-				memcpy(st->name, lease->key.name, sizeof(st->name));
-				st->counters = lease->counters;
-				for (j = 0; j < TENURE_FENCED_KINDS; j++)
-					st->fenced[j] = pg_atomic_read_u64(&lease->fenced[j]);
-				st->waiters = 0;
-				for (j = 0; j < nwaiting; j++)
-					if (strcmp(waiting[j].name, lease->key.name) == 0)
-						st->waiters++;
-			}
-			LWLockRelease(tenure_shared->lock);
-			break;
-		}
-		room = hash_get_num_entries(tenure_leases) + 16;
-		LWLockRelease(tenure_shared->lock);
-		pfree(stats);
-	}
-	pfree(waiting);
-	*count = n;
+	c.dbid = dbid;
+	c.waiting = palloc(sizeof(TenureKey) * MaxBackends);
+	c.nwaiting = 0;
+	stats = tenure_copy_entries(dbid, sizeof(TenureLeaseStats), tenure_stats_copy,
+								tenure_stats_begin, &c, count);
+	pfree(c.waiting);
 	return stats;
 }
 
@@ -1757,53 +1810,22 @@ tenure_info_of(const TenureLease *lease, int64 now, TenureLeaseInfo *info)
 	info->transitions = lease->transitions;
 }
 
+static bool
+tenure_info_copy(TenureLease *lease, void *elem, void *arg)
+{
+	tenure_info_of(lease, *(int64 *) arg, elem);
+	return true;
+}
+
 /*
  * The leases of database dbid that have an entry, for tenure.leases; a
  * palloc'd array of *count elements, all read under one hold of the lock.
- *
- * Nothing is allocated under the lock: the array is sized from the
- * table's count, which is read again under the hold that copies; if the
- * table grew in between, the array grows and the copy starts over.  Every
- * try that fails saw a larger count, which never exceeds
- * tenure.max_leases, so this ends.
  */
 TenureLeaseInfo *
 tenure_state_list(Oid dbid, int64 now, int *count)
 {
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-	TenureLeaseInfo *infos;
-	long		room;
-	int			n;
-
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	room = hash_get_num_entries(tenure_leases) + 16;
-	LWLockRelease(tenure_shared->lock);
-	for (;;)
-	{
-		long		entries;
-
-		infos = palloc_extended(sizeof(TenureLeaseInfo) * room, MCXT_ALLOC_HUGE);
-		n = 0;
-		LWLockAcquire(tenure_shared->lock, LW_SHARED);
-		entries = hash_get_num_entries(tenure_leases);
-		if (entries <= room)
-		{
-			hash_seq_init(&scan, tenure_leases);
-			while ((lease = hash_seq_search(&scan)) != NULL)
-			{
-				if (lease->key.dbid == dbid && !lease->dropped)
-					tenure_info_of(lease, now, &infos[n++]);
-			}
-		}
-		LWLockRelease(tenure_shared->lock);
-		if (entries <= room)
-			break;
-		pfree(infos);
-		room = entries + 16;
-	}
-	*count = n;
-	return infos;
+	return tenure_copy_entries(dbid, sizeof(TenureLeaseInfo), tenure_info_copy,
+							   NULL, &now, count);
 }
 
 /*
@@ -2949,6 +2971,20 @@ tenure_state_history_room(void)
 	return TENURE_HISTORY_DBS;
 }
 
+static bool
+tenure_ended_copy(TenureLease *lease, void *elem, void *arg)
+{
+	TenureEnded *e = elem;
+
+	if (lease->ended_reason == TENURE_END_NONE)
+		return false;
+	e->key = lease->key;
+	e->epoch = lease->ended_epoch;
+	e->reason = tenure_end_reason_name(lease->ended_reason);
+	e->ended = lease->ended_wall;
+	return true;
+}
+
 /*
  * The ends of tenures of database dbid not yet in the history; a palloc'd
  * array of *count elements.
@@ -2956,45 +2992,8 @@ tenure_state_history_room(void)
 TenureEnded *
 tenure_state_history_pending(Oid dbid, int *count)
 {
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-	TenureEnded *ends;
-	long		room;
-	int			n;
-
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	room = hash_get_num_entries(tenure_leases) + 16;
-	LWLockRelease(tenure_shared->lock);
-	for (;;)
-	{
-		ends = palloc_extended(sizeof(TenureEnded) * room, MCXT_ALLOC_HUGE);
-		n = 0;
-		LWLockAcquire(tenure_shared->lock, LW_SHARED);
-		if (hash_get_num_entries(tenure_leases) <= room)
-		{
-			hash_seq_init(&scan, tenure_leases);
-			while ((lease = hash_seq_search(&scan)) != NULL)
-			{
-				TenureEnded *e;
-
-				if (lease->key.dbid != dbid || lease->dropped ||
-					lease->ended_reason == TENURE_END_NONE)
-					continue;
-				e = &ends[n++];
-				e->key = lease->key;
-				e->epoch = lease->ended_epoch;
-				e->reason = tenure_end_reason_name(lease->ended_reason);
-				e->ended = lease->ended_wall;
-			}
-			LWLockRelease(tenure_shared->lock);
-			break;
-		}
-		room = hash_get_num_entries(tenure_leases) + 16;
-		LWLockRelease(tenure_shared->lock);
-		pfree(ends);
-	}
-	*count = n;
-	return ends;
+	return tenure_copy_entries(dbid, sizeof(TenureEnded), tenure_ended_copy,
+							   NULL, NULL, count);
 }
 
 /*
