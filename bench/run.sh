@@ -534,8 +534,7 @@ if want scale; then
 		tenure.acquire('few-' || i, 'h') FROM generate_series(1, $scale_few) i) s" >/dev/null
 	live_few=$(bench_keeper_locks)
 	scale_tps "$scale_few" few-
-	psql_q -c "SELECT count(tenure.drop_lease('few-' || i)) FROM generate_series(1, $scale_few) i" >/dev/null
-	sleep 1
+	# (the few stay, for the interleaved runs below)
 	live_base=$(bench_keeper_locks)
 
 	# SCALE_MAX leases, created in one statement
@@ -567,6 +566,27 @@ if want scale; then
 		exit 1
 	fi
 	scale_tps "$scale_max" scale-
+
+	# Both at once, as the interleaved section does: every client picks the
+	# few or the many at random for each call, so both see the same machine;
+	# the ratio of a run is the few's mean latency / the many's.
+	echo "clients,op,run,few_latency_ms,latency_ms,ratio" >"$out/scale_interleaved.csv"
+	for i in $(seq "$mixes"); do
+		for c in $CLIENTS; do
+			for op in leader renew; do
+				log=$(pgb "$c" "$mix_s" "" -f "$dir/scale_${op}_$scale_few.sql@1" \
+					-f "$dir/scale_${op}_$scale_max.sql@1" 2>&1) || { echo "$log" >&2; exit 1; }
+				read -r lat_few lat_many < <(echo "$log" | awk '/^ - latency average = / {printf "%s ", $5} END {print ""}')
+				if [ -z "$lat_many" ]; then
+					echo "bench: scale interleaved $op with $c clients: no per-script latency" >&2
+					echo "$log" >&2
+					exit 1
+				fi
+				echo "$c,$op,$i,$lat_few,$lat_many,$(awk -v a="$lat_few" -v b="$lat_many" 'BEGIN {printf "%.4f", a / b}')" >>"$out/scale_interleaved.csv"
+			done
+		done
+	done
+	psql_q -c "SELECT count(tenure.drop_lease('few-' || i)) FROM generate_series(1, $scale_few) i" >/dev/null
 
 	# the keeper's CPU with every lease held: idle, then with a slow renew
 	# loop over random leases
@@ -637,6 +657,11 @@ if want scale; then
 		done
 	done
 	sc() { awk -F, -v n="$1" -v c="$2" -v op="$3" '$1==n && $2==c && $3==op {print $'"$4"'}' "$out/scale.csv"; }
+	# interleaved: median (min..max) of the runs' ratios
+	si() {
+		awk -F, -v c="$1" -v op="$2" 'NR > 1 && $1==c && $2==op {print $6}' "$out/scale_interleaved.csv" | sort -n |
+			awk '{v[NR] = $1} END {m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f (%.3f..%.3f)", m, v[1], v[NR]}'
+	}
 	fmt() { awk -v x="$1" 'BEGIN {printf "%.0f", x}'; }
 	{
 		echo "## Scale: $scale_max live leases"
@@ -645,11 +670,15 @@ if want scale; then
 		echo "held; each call picks one of them at random. $scale_few leases first, then $scale_max; median of $REPEATS runs of"
 		echo "$DURATION s (\`scale.csv\`, \`scale_raw.csv\`; every other figure below: \`scale_costs.csv\`)."
 		echo
-		echo "| clients | leader_is TPS, $scale_few leases | $scale_max leases | ratio | renew TPS, $scale_few leases | $scale_max leases | ratio |"
-		echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+		echo "| clients | leader_is TPS, $scale_few leases | $scale_max leases | ratio | interleaved ratio | renew TPS, $scale_few leases | $scale_max leases | ratio | interleaved ratio |"
+		echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 		for c in $CLIENTS; do
-			echo "| $c | $(fmt "$(sc "$scale_few" "$c" leader 4)") | $(fmt "$(sc "$scale_max" "$c" leader 4)") | **$(sc "$scale_max" "$c" leader 5)** | $(fmt "$(sc "$scale_few" "$c" renew 4)") | $(fmt "$(sc "$scale_max" "$c" renew 4)") | **$(sc "$scale_max" "$c" renew 5)** |"
+			echo "| $c | $(fmt "$(sc "$scale_few" "$c" leader 4)") | $(fmt "$(sc "$scale_max" "$c" leader 4)") | $(sc "$scale_max" "$c" leader 5) | **$(si "$c" leader)** | $(fmt "$(sc "$scale_few" "$c" renew 4)") | $(fmt "$(sc "$scale_max" "$c" renew 4)") | $(sc "$scale_max" "$c" renew 5) | **$(si "$c" renew)** |"
 		done
+		echo
+		echo "Ratio: separate runs (the $scale_few first, then the $scale_max), $scale_max / $scale_few TPS. Interleaved ratio: $mixes runs of"
+		echo "$mix_s s with both sets live, every client picking one of the two scripts at random for each call; the $scale_few's mean"
+		echo "latency / the $scale_max's, median (min..max) (\`scale_interleaved.csv\`)."
 		echo
 		echo "pgbench: \`pgbench -n -M prepared -c C -j J -T $DURATION -f scale_leader.sql\` (J = 1 for 1 client, else 2), the script"
 		echo "\`\\set k random(1, $scale_max)\` \`SELECT tenure.leader_is('scale-' || :k, 'h');\` (\`'few-'\` and $scale_few for the few);"
