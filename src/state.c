@@ -297,11 +297,13 @@ typedef struct TenureShared
  * One per backend, without the LWLock (see tenure_state_listening()):
  * listen_db is the database this backend ran LISTEN tenure in, or 0;
  * quiet is nonzero while a transaction of this backend that would have
- * sent notifications commits without them.
+ * sent notifications commits without them, and quiet_db is the database
+ * of that transaction (written before quiet).
  */
 typedef struct TenureListenSlot
 {
 	pg_atomic_uint32 listen_db;
+	pg_atomic_uint32 quiet_db;
 	pg_atomic_uint64 quiet;
 } TenureListenSlot;
 
@@ -635,6 +637,7 @@ tenure_shmem_init(void)
 		for (i = 0; i < MaxBackends; i++)
 		{
 			pg_atomic_init_u32(&tenure_listen_slots[i].listen_db, 0);
+			pg_atomic_init_u32(&tenure_listen_slots[i].quiet_db, 0);
 			pg_atomic_init_u64(&tenure_listen_slots[i].quiet, 0);
 		}
 	}
@@ -3036,8 +3039,10 @@ tenure_state_history_written(const TenureKey *key, int64 epoch)
  * the notifier sees the listener, it notifies.  Otherwise the listener
  * sees the notifier quiet and waits, before its LISTEN goes on, until that
  * transaction has ended (tenure_state_notify_done(), in the COMMIT
- * callback, after the commit became visible; or at abort, or exit): its
- * next snapshot shows the change.  A quiet window lasts from PRE_COMMIT to
+ * callback, after the commit became visible and its changes were
+ * published to the lease table; or at abort, or exit): its next read
+ * shows the change.  Only quiet commits of the listener's database are
+ * waited for.  A quiet window lasts from PRE_COMMIT to
  * COMMIT, microseconds unless the commit waits for a synchronous standby.
  */
 
@@ -3093,6 +3098,7 @@ tenure_state_notify_needed(void)
 	if ((uint32) quiet == 0)
 		quiet = ((uint64) MyProcPid << 32) | ++tenure_quiet_count;
 	tenure_quiet = true;
+	pg_atomic_write_u32(&tenure_listen_slots[slot].quiet_db, MyDatabaseId);
 	(void) pg_atomic_exchange_u64(&tenure_listen_slots[slot].quiet, quiet);	/* full barrier */
 
 	if (pg_atomic_read_u32(&tenure_shared->listeners) > 0)
@@ -3121,7 +3127,8 @@ tenure_state_notify_done(void)
 	if (!tenure_quiet)
 		return;
 	tenure_quiet = false;
-	pg_atomic_write_u64(&tenure_listen_slots[slot].quiet, 0);
+	/* a full barrier: what the transaction published comes first */
+	(void) pg_atomic_exchange_u64(&tenure_listen_slots[slot].quiet, 0);
 }
 
 /*
@@ -3150,9 +3157,16 @@ tenure_state_listening(void)
 	else
 		pg_memory_barrier();
 
+	/* quiet commits of this database (quiet_db was written before quiet) */
 	seen = palloc(sizeof(uint64) * MaxBackends);
 	for (i = 0; i < MaxBackends; i++)
+	{
 		seen[i] = (i == slot) ? 0 : pg_atomic_read_u64(&tenure_listen_slots[i].quiet);
+		pg_read_barrier();
+		if (seen[i] != 0 &&
+			pg_atomic_read_u32(&tenure_listen_slots[i].quiet_db) != MyDatabaseId)
+			seen[i] = 0;
+	}
 	for (i = 0; i < MaxBackends; i++)
 	{
 		while (seen[i] != 0 &&

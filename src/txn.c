@@ -366,8 +366,18 @@ tenure_txn_preprepare(void)
 	bool		effective = false;
 
 	foreach(lc, tenure_actions)
-		effective |= tenure_txn_effective(lfirst(lc));
-	if (effective)
+	{
+		TenureAction *act = lfirst(lc);
+
+		/*
+		 * An acquisition that issued an epoch counts even if its
+		 * reservation was taken over: COMMIT PREPARED would commit the epoch
+		 * and history rows that its PRE_COMMIT check exists to keep out.
+		 */
+		effective |= tenure_txn_effective(act) ||
+			(act->kind == TENURE_ACT_ACQUIRE && act->epoch != 0);
+	}
+	if (effective || tenure_notes != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot prepare a transaction that changed a lease"),
@@ -399,8 +409,6 @@ tenure_xact_callback(XactEvent event, void *arg)
 			tenure_txn_preprepare();
 			return;
 		case XACT_EVENT_COMMIT:
-			/* the commit is visible now: listeners may go on */
-			tenure_state_notify_done();
 			tenure_fence_reset();
 			tenure_state_waiting_done();
 			if (tenure_actions != NIL)
@@ -413,6 +421,8 @@ tenure_xact_callback(XactEvent event, void *arg)
 				tenure_state_end_update(true);
 				tenure_actions = NIL;
 			}
+			/* rows and shared memory show the change now: listeners go on */
+			tenure_state_notify_done();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:

@@ -12,7 +12,8 @@
 #   has ended, so the listener's next read shows the change it is never
 #   told of.  A synchronous standby that never answers holds such a commit
 #   between PRE_COMMIT and its end; the LISTEN must be seen waiting then,
-#   and must finish once the commit does.  (Set at start, so that the
+#   and must finish once the commit does; a LISTEN in another database
+#   must not wait for it.  (Set at start, so that the
 #   checkpointer has it, with WAL senders allowed; every other session
 #   commits locally.)
 
@@ -94,6 +95,12 @@ is( $node->safe_psql(
 		"SELECT wait_event FROM pg_stat_activity WHERE pid = $holder_pid"),
 	'SyncRep',
 	'the commit is still held');
+
+# a first LISTEN in another database does not wait for it
+my $elsewhere = $node->background_psql('postgres');
+$elsewhere->query_safe('LISTEN tenure');
+pass('a LISTEN in another database does not wait for the quiet commit');
+$elsewhere->quit;
 
 # cancelling the wait for the standby lets the commit end locally
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($holder_pid)");
