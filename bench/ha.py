@@ -36,10 +36,23 @@ sent (one monotonic clock in this process), in milliseconds:
 
 Safety, asserted in every trial (exit status 1 if violated): the first
 epoch issued on the new primary exceeds every epoch issued before, and
-tenure.history agrees per timeline; every acknowledged fenced write is on
-the new primary, and no write rejected with TN002 is; every older token
-gets TN002 there; for the automatic hold-off, never two leaders by the
-client rule.
+tenure.history agrees per timeline; every fenced write acknowledged under
+synchronous replication is on the new primary, and no write rejected with
+TN002 is; every older token gets TN002 there; for the automatic hold-off,
+never two leaders by the client rule.
+
+pg_auto_failover runs the primary without a synchronous standby while it
+judges the standby unhealthy (wait_primary, also right after each
+failover); a write acknowledged then may be lost by a failover, with or
+without pg_tenure.  So each write records whether synchronous replication
+was in force on the node that acknowledged it (before its COMMIT, and
+after it in the same session, which has by then read any configuration
+reload that released the COMMIT: the postmaster signals backends before
+the checkpointer), and only those writes must survive; the others are
+counted.  pg_autoctl 2.0 reads synchronous_standby_names once, as a node
+enters the primary state, and leaves it empty if the standby's goal is not
+secondary at that moment; a converged primary found without it has the
+monitor apply the formation's settings again, as an operator would.
 
 Writes one CSV row per trial to CSV and the summary table (markdown) to
 SUMMARY.
@@ -284,10 +297,16 @@ def client(lease, holder):
                 t0 = now()
                 try:
                     with conn.transaction():
-                        p = conn.execute("SELECT inet_server_port(), set_config('tenure.tokens', %s, true)",
-                                         [f"{lease}={epoch}"]).fetchone()[0]
+                        p, _, before = conn.execute(
+                            "SELECT inet_server_port(), set_config('tenure.tokens', %s, true), "
+                            "current_setting('synchronous_standby_names') <> '' AND "
+                            "current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')",
+                            [f"{lease}={epoch}"]).fetchone()
                         conn.execute(f"INSERT INTO public.ledger_{lease} VALUES (%s, %s, %s)", [holder, seq, epoch])
-                    events.append(Event("write", holder, lease, t0, now(), p, epoch, "ack", seq))
+                    t1 = now()
+                    after = conn.execute("SELECT current_setting('synchronous_standby_names') <> ''").fetchone()[0]
+                    events.append(Event("write", holder, lease, t0, t1, p, epoch,
+                                        "ack" if before and after else "ack_async", seq))
                 except psycopg.Error as err:
                     r = "tn002" if err.sqlstate == "TN002" else "err"
                     fenced = r == "tn002"     # never retry a fenced epoch
@@ -378,12 +397,14 @@ def check(what, t0, new, lease):
     acked = [(e.holder, e.seq, e.epoch) for e in ev if e.kind == "write" and e.lease == lease and e.result == "ack"]
     lost = [w for w in acked if w not in have]
     if lost:
-        raise Violation(f"{what}/{lease}: {len(lost)} acknowledged writes are missing, e.g. {lost[:3]}")
+        raise Violation(f"{what}/{lease}: {len(lost)} writes acknowledged under synchronous replication "
+                        f"are missing, e.g. {lost[:3]}")
+    acked_async = [e for e in ev if e.kind == "write" and e.lease == lease and e.result == "ack_async"]
     bad = [(e.holder, e.seq, e.epoch) for e in ev
            if e.kind == "write" and e.lease == lease and e.result == "tn002" and (e.holder, e.seq, e.epoch) in have]
     if bad:
         raise Violation(f"{what}/{lease}: writes rejected with TN002 are there: {bad[:3]}")
-    return stale, len(acked)
+    return stale, len(acked), len(acked_async)
 
 
 def check_client_rule(lease):
@@ -405,13 +426,34 @@ def check_client_rule(lease):
     return len(iv)
 
 
+last_nudge = [0.0]
+
+
+def nudge_sync():
+    """A converged primary without synchronous_standby_names: have the
+    monitor send it the formation's settings again (at most every 5 s)."""
+    p = primary()
+    if p is None or now() < last_nudge[0] + 5 or not converged(**{p: "primary"}):
+        return
+    try:
+        if query(p, "SHOW synchronous_standby_names")[0][0] != "":
+            return
+        last_nudge[0] = now()
+        say(f"{p} is primary without synchronous_standby_names: re-applying the formation's settings")
+        query("mon", "SELECT pgautofailover.set_formation_number_sync_standbys('default', 0)")
+    except psycopg.Error as err:
+        note_error("nudge", err)
+
+
 def wait_steady(after):
-    """Both leases have an acknowledged fenced write started after `after`
-    (on a converged pair: synchronously replicated, with all before it)."""
+    """Both leases have a fenced write started after `after` and acknowledged
+    under synchronous replication."""
     for lease in LEASES:
-        poll_until(f"a fenced write of {lease}",
-                   lambda: any(e.kind == "write" and e.lease == lease and e.result == "ack" and e.sent > after
-                               for e in list(events)))
+        def synced():
+            nudge_sync()
+            return any(e.kind == "write" and e.lease == lease and e.result == "ack" and e.sent > after
+                       for e in list(events))
+        poll_until(f"a fenced write of {lease} under synchronous replication", synced)
 
 
 def postmaster_pid(name):
@@ -440,19 +482,20 @@ def trial(kind, i):
     row = {"kind": kind, "trial": i, "from": old, "to": new}
     for lease in LEASES:
         poll_until(f"{lease}: a fenced write under a new epoch on {new}",
-                   lambda: any(e.kind == "write" and e.lease == lease and e.result == "ack"
+                   lambda: any(e.kind == "write" and e.lease == lease and e.result.startswith("ack")
                                and e.port == port[new] and e.sent > t0 for e in list(events)))
         lead = min(e.recv for e in since(t0, "lead", lease, port[new]))
-        write = min(e.recv for e in since(t0, "write", lease, port[new]) if e.result == "ack")
+        write = min(e.recv for e in since(t0, "write", lease, port[new]) if e.result.startswith("ack"))
         row[f"{lease}_leader_ms"] = round((lead - t0) * 1000, 1)
         row[f"{lease}_write_ms"] = round((write - t0) * 1000, 1)
     poll_until("the probe", lambda: "rw" in res and "monitor" in res)
     for k in ("promoted", "monitor", "rw", "command"):
         row[f"{k}_ms"] = round(res[k] * 1000, 1) if k in res else ""
     for lease in LEASES:
-        stale, acked = check(f"{kind} {i}", t0, new, lease)
+        stale, acked, acked_async = check(f"{kind} {i}", t0, new, lease)
         row[f"{lease}_stale_tn002"] = stale
         row[f"{lease}_acked_total"] = acked
+        row[f"{lease}_async_acked_total"] = acked_async
     check_client_rule("auto")
     row["tn002_stale_leader"] = sum(1 for e in since(t0, "write") if e.result == "tn002")
     row["client_errors"] = " ".join(f"{w}:{c}x{n}" for (w, c), n in sorted(errors.items()))
@@ -467,7 +510,8 @@ def trial(kind, i):
 
 FIELDS = ["kind", "trial", "from", "to", "promoted_ms", "monitor_ms", "rw_ms", "auto_leader_ms", "auto_write_ms",
           "zero_leader_ms", "zero_write_ms", "command_ms", "auto_stale_tn002", "zero_stale_tn002",
-          "auto_acked_total", "zero_acked_total", "tn002_stale_leader", "client_errors"]
+          "auto_acked_total", "zero_acked_total", "auto_async_acked_total", "zero_async_acked_total",
+          "tn002_stale_leader", "client_errors"]
 
 
 def summary(rows):
@@ -500,6 +544,7 @@ def summary(rows):
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     n = len(rows)
     acked = sum(int(rows[-1][f"{l}_acked_total"]) for l in LEASES) if rows else 0
+    acked_async = sum(int(rows[-1][f"{l}_async_acked_total"]) for l in LEASES) if rows else 0
     stale = sum(int(r[f"{l}_stale_tn002"]) for r in rows for l in LEASES)
     errs = collections.Counter()
     for r in rows:
@@ -509,8 +554,10 @@ def summary(rows):
     lines += [
         "",
         f"Safety, checked after each of the {n} trials: the first epoch issued on the new primary exceeded "
-        f"every epoch issued before (and `tenure.history` agreed per timeline); all {acked} acknowledged "
-        f"fenced writes were on the new primary and no write rejected with TN002 was; the older tokens "
+        f"every epoch issued before (and `tenure.history` agreed per timeline); all {acked} fenced writes "
+        f"acknowledged under synchronous replication were on the new primary ({acked_async} more were "
+        "acknowledged while pg_auto_failover ran the primary without a synchronous standby, and need not "
+        f"survive a failover) and no write rejected with TN002 was; the older tokens "
         f"({stale} checks in all) got TN002 there; the automatic hold-off lease never had two leaders by the "
         "client rule.",
         "",
