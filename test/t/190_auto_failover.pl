@@ -4,9 +4,11 @@
 # Two campaigners acquire/renew a lease (automatic hold-off) through a
 # read-write multi-host URI; the leader writes numbered rows to a fenced
 # table, presenting its epoch in each transaction.  After a planned
-# switchover and a killed primary: epochs rose, old tokens get TN002, no
-# write acknowledged under synchronous replication is lost, and never two
-# leaders by the client rule.
+# switchover (with the old primary's keeper frozen, so that the old primary
+# keeps serving after the new one was promoted) and a killed primary:
+# epochs rose, old tokens get TN002, no write acknowledged under
+# synchronous replication is lost, and never two leaders by the client
+# rule.
 #
 # pg_auto_failover runs the primary asynchronously whenever it judges the
 # standby unhealthy (wait_primary), which its short health checks here do
@@ -50,6 +52,7 @@ if (!$autoctl)
 }
 
 our $dir = PostgreSQL::Test::Utils::tempdir('ha');
+our $keeper;    # n1's keeper, while the switchover freezes it
 my $sock = PostgreSQL::Test::Utils::tempdir_short();
 # pg_autoctl's configuration, state and pid files all under the test's
 # directory (the pid files default to /tmp/pg_autoctl, which belongs to
@@ -81,12 +84,18 @@ sub autoctl
 	return $out;
 }
 
-# true if the pg_autoctl command succeeded
-sub autoctl_ok
+# the pid of a node's keeper: the node-active service of its `pg_autoctl
+# run`, in that command's process group
+sub keeper_of
 {
-	my @cmd = ($autoctl, @_);
-	my ($out, $err) = ('', '');
-	return eval { IPC::Run::run(\@cmd, '>', \$out, '2>', \$err, IPC::Run::timeout(120)) } ? 1 : 0;
+	my ($name) = @_;
+	my $pgid = $run{$name}{KIDS}[0]{PID};
+	for (split /\n/, `ps -e -o pid=,pgid=,args=`)
+	{
+		my ($pid, $g, $args) = /^\s*(\d+)\s+(\d+)\s+(.*)$/ or next;
+		return $pid if $g == $pgid && $pid != $pgid && $args =~ /node.active/;
+	}
+	return undef;
 }
 
 sub start_node
@@ -151,6 +160,7 @@ END
 {
 	my $rc = $?;
 	return unless defined $dir;
+	kill 'CONT', $keeper if $keeper;
 	kill 'KILL', $_ for @children;
 	# Let each postmaster end its children before anything is killed: the
 	# monitor's health check worker outlives a SIGKILLed postmaster, and
@@ -376,14 +386,27 @@ sub check_after_failover
 	diag "$what: tenure.history on the new primary:\n" . (psql($new, "SELECT epoch, holder, started, ended, end_reason, issued_tli FROM tenure.history WHERE lease = 'w' ORDER BY epoch"))[1];
 }
 
-# --- planned switchover
+# --- planned switchover, with the old primary's keeper frozen: n1 does not
+# learn of it and goes on serving, while n2 is promoted and, once the
+# demote timeout has passed, takes writes too.  Every write n1 commits
+# after n2's promotion waits for a synchronous standby that is gone; none
+# of them may be acknowledged under synchronous replication.
 my $t1 = now();
+$keeper = keeper_of('n1') // die "no node-active process of n1";
 # the monitor refuses a failover while the standby is not a secondary (a
 # health check that failed a moment ago): ask again once it is
 poll_until('switchover begun', sub {
 	return 0 unless converged(n1 => 'primary', n2 => 'secondary');
-	return autoctl_ok('perform', 'failover', '--pgdata', "$dir/mon") || !converged(n1 => 'primary');
+	kill 'STOP', $keeper;
+	my $ok = system('psql', '-X', '-q', '-p', $port{mon}, '-d', 'pg_auto_failover',
+		'-c', 'SELECT pgautofailover.perform_failover()') == 0;
+	kill 'CONT', $keeper unless $ok;
+	return $ok;
 });
+poll_until('n2 takes writes while n1 is frozen', sub { converged(n2 => 'wait_primary') });
+my (undef, $n1_rw) = psql('n1', 'SELECT NOT pg_is_in_recovery()');
+is($n1_rw, 't', 'switchover: n1, frozen, still serves as a primary after n2 was promoted');
+kill 'CONT', $keeper;
 poll_until('n2 primary', sub { converged(n2 => 'primary') });
 poll_until('writes under a new epoch', sub { acked_after($t1) >= 5 });
 check_after_failover('switchover', $t1, 'n2');
