@@ -81,9 +81,13 @@ if [ -n "$self_test" ]; then
 	tar -C "$src" --exclude=.git --exclude='tmp_check*' --exclude=results \
 		--exclude=output_iso --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
 		--exclude='regression.*' -cf - . | tar -C "$repo" -xf -
+	# no automatic maintenance: recent git (2.55 in Debian unstable)
+	# repacks in the background after this commit, removing the loose
+	# objects while the cases below copy the repository
 	git_r() {
 		git -C "$repo" -c user.name=self-test -c user.email=self-test@invalid \
-			-c init.defaultBranch=main "$@" >/dev/null
+			-c init.defaultBranch=main -c maintenance.auto=false -c gc.auto=0 \
+			"$@" >/dev/null
 	}
 	git_r init -q
 	git_r add -A
