@@ -36,23 +36,22 @@ sent (one monotonic clock in this process), in milliseconds:
 
 Safety, asserted in every trial (exit status 1 if violated): the first
 epoch issued on the new primary exceeds every epoch issued before, and
-tenure.history agrees per timeline; every fenced write acknowledged under
-synchronous replication is on the new primary, and no write rejected with
-TN002 is; every older token gets TN002 there; for the automatic hold-off,
-never two leaders by the client rule.
+tenure.history agrees per timeline; every fenced write that a standby had
+flushed when its COMMIT returned is on the new primary, and no write
+rejected with TN002 is; every older token gets TN002 there; for the
+automatic hold-off, never two leaders by the client rule.
 
 pg_auto_failover runs the primary without a synchronous standby while it
 judges the standby unhealthy (wait_primary, also right after each
 failover); a write acknowledged then may be lost by a failover, with or
-without pg_tenure.  So each write records whether synchronous replication
-was in force on the node that acknowledged it (before its COMMIT, and
-after it in the same session, which has by then read any configuration
-reload that released the COMMIT: the postmaster signals backends before
-the checkpointer), and only those writes must survive; the others are
-counted.  pg_autoctl 2.0 reads synchronous_standby_names once, as a node
-enters the primary state, and leaves it empty if the standby's goal is not
-secondary at that moment; a converged primary found without it has the
-monitor apply the formation's settings again, as an operator would.
+without pg_tenure.  So right after each COMMIT the writer asks its node
+whether a standby has flushed the WAL up to there, as synchronous
+replication ensures (unless other WAL came in the meantime); only those
+writes must survive, the others are counted.  pg_autoctl 2.0 reads
+synchronous_standby_names once, as a node enters the primary state, and
+leaves it empty if the standby's goal is not secondary at that moment; a
+converged primary found without it has the monitor apply the formation's
+settings again, as an operator would.
 
 Writes one CSV row per trial to CSV and the summary table (markdown) to
 SUMMARY.
@@ -297,16 +296,15 @@ def client(lease, holder):
                 t0 = now()
                 try:
                     with conn.transaction():
-                        p, _, before = conn.execute(
-                            "SELECT inet_server_port(), set_config('tenure.tokens', %s, true), "
-                            "current_setting('synchronous_standby_names') <> '' AND "
-                            "current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')",
-                            [f"{lease}={epoch}"]).fetchone()
+                        p = conn.execute("SELECT inet_server_port(), set_config('tenure.tokens', %s, true)",
+                                         [f"{lease}={epoch}"]).fetchone()[0]
                         conn.execute(f"INSERT INTO public.ledger_{lease} VALUES (%s, %s, %s)", [holder, seq, epoch])
                     t1 = now()
-                    after = conn.execute("SELECT current_setting('synchronous_standby_names') <> ''").fetchone()[0]
+                    # after the COMMIT, flushed here: has a standby flushed as far?
+                    flushed = conn.execute("SELECT EXISTS (SELECT FROM pg_stat_replication "
+                                           "WHERE flush_lsn >= pg_current_wal_flush_lsn())").fetchone()[0]
                     events.append(Event("write", holder, lease, t0, t1, p, epoch,
-                                        "ack" if before and after else "ack_async", seq))
+                                        "ack" if flushed else "ack_local", seq))
                 except psycopg.Error as err:
                     r = "tn002" if err.sqlstate == "TN002" else "err"
                     fenced = r == "tn002"     # never retry a fenced epoch
@@ -397,14 +395,14 @@ def check(what, t0, new, lease):
     acked = [(e.holder, e.seq, e.epoch) for e in ev if e.kind == "write" and e.lease == lease and e.result == "ack"]
     lost = [w for w in acked if w not in have]
     if lost:
-        raise Violation(f"{what}/{lease}: {len(lost)} writes acknowledged under synchronous replication "
+        raise Violation(f"{what}/{lease}: {len(lost)} writes that a standby had flushed at their COMMIT "
                         f"are missing, e.g. {lost[:3]}")
-    acked_async = [e for e in ev if e.kind == "write" and e.lease == lease and e.result == "ack_async"]
+    acked_local = [e for e in ev if e.kind == "write" and e.lease == lease and e.result == "ack_local"]
     bad = [(e.holder, e.seq, e.epoch) for e in ev
            if e.kind == "write" and e.lease == lease and e.result == "tn002" and (e.holder, e.seq, e.epoch) in have]
     if bad:
         raise Violation(f"{what}/{lease}: writes rejected with TN002 are there: {bad[:3]}")
-    return stale, len(acked), len(acked_async)
+    return stale, len(acked), len(acked_local)
 
 
 def check_client_rule(lease):
@@ -426,19 +424,23 @@ def check_client_rule(lease):
     return len(iv)
 
 
-last_nudge = [0.0]
+last_nudge = [0.0, 0.0]     # last look, last nudge
 
 
 def nudge_sync():
     """A converged primary without synchronous_standby_names: have the
-    monitor send it the formation's settings again (at most every 5 s)."""
+    monitor send it the formation's settings again (a look at most every
+    second, a nudge at most every 5 s)."""
+    if now() < last_nudge[0] + 1:
+        return
+    last_nudge[0] = now()
     p = primary()
-    if p is None or now() < last_nudge[0] + 5 or not converged(**{p: "primary"}):
+    if p is None or now() < last_nudge[1] + 5:
         return
     try:
         if query(p, "SHOW synchronous_standby_names")[0][0] != "":
             return
-        last_nudge[0] = now()
+        last_nudge[1] = now()
         say(f"{p} is primary without synchronous_standby_names: re-applying the formation's settings")
         query("mon", "SELECT pgautofailover.set_formation_number_sync_standbys('default', 0)")
     except psycopg.Error as err:
@@ -446,14 +448,14 @@ def nudge_sync():
 
 
 def wait_steady(after):
-    """Both leases have a fenced write started after `after` and acknowledged
-    under synchronous replication."""
+    """Both leases have a fenced write started after `after` that a standby
+    had flushed at its COMMIT."""
     for lease in LEASES:
         def synced():
             nudge_sync()
             return any(e.kind == "write" and e.lease == lease and e.result == "ack" and e.sent > after
                        for e in list(events))
-        poll_until(f"a fenced write of {lease} under synchronous replication", synced)
+        poll_until(f"a replicated fenced write of {lease}", synced)
 
 
 def postmaster_pid(name):
@@ -492,10 +494,10 @@ def trial(kind, i):
     for k in ("promoted", "monitor", "rw", "command"):
         row[f"{k}_ms"] = round(res[k] * 1000, 1) if k in res else ""
     for lease in LEASES:
-        stale, acked, acked_async = check(f"{kind} {i}", t0, new, lease)
+        stale, acked, acked_local = check(f"{kind} {i}", t0, new, lease)
         row[f"{lease}_stale_tn002"] = stale
         row[f"{lease}_acked_total"] = acked
-        row[f"{lease}_async_acked_total"] = acked_async
+        row[f"{lease}_local_acked_total"] = acked_local
     check_client_rule("auto")
     row["tn002_stale_leader"] = sum(1 for e in since(t0, "write") if e.result == "tn002")
     row["client_errors"] = " ".join(f"{w}:{c}x{n}" for (w, c), n in sorted(errors.items()))
@@ -510,7 +512,7 @@ def trial(kind, i):
 
 FIELDS = ["kind", "trial", "from", "to", "promoted_ms", "monitor_ms", "rw_ms", "auto_leader_ms", "auto_write_ms",
           "zero_leader_ms", "zero_write_ms", "command_ms", "auto_stale_tn002", "zero_stale_tn002",
-          "auto_acked_total", "zero_acked_total", "auto_async_acked_total", "zero_async_acked_total",
+          "auto_acked_total", "zero_acked_total", "auto_local_acked_total", "zero_local_acked_total",
           "tn002_stale_leader", "client_errors"]
 
 
@@ -544,7 +546,7 @@ def summary(rows):
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     n = len(rows)
     acked = sum(int(rows[-1][f"{l}_acked_total"]) for l in LEASES) if rows else 0
-    acked_async = sum(int(rows[-1][f"{l}_async_acked_total"]) for l in LEASES) if rows else 0
+    acked_local = sum(int(rows[-1][f"{l}_local_acked_total"]) for l in LEASES) if rows else 0
     stale = sum(int(r[f"{l}_stale_tn002"]) for r in rows for l in LEASES)
     errs = collections.Counter()
     for r in rows:
@@ -555,9 +557,10 @@ def summary(rows):
         "",
         f"Safety, checked after each of the {n} trials: the first epoch issued on the new primary exceeded "
         f"every epoch issued before (and `tenure.history` agreed per timeline); all {acked} fenced writes "
-        f"acknowledged under synchronous replication were on the new primary ({acked_async} more were "
-        "acknowledged while pg_auto_failover ran the primary without a synchronous standby, and need not "
-        f"survive a failover) and no write rejected with TN002 was; the older tokens "
+        f"that a standby had flushed when their COMMIT returned were on the new primary ({acked_local} more "
+        "were acknowledged before a standby had them, as pg_auto_failover allows while it runs the primary "
+        f"without a synchronous standby, and need not survive a failover) and no write rejected with TN002 "
+        f"was; the older tokens "
         f"({stale} checks in all) got TN002 there; the automatic hold-off lease never had two leaders by the "
         "client rule.",
         "",

@@ -6,19 +6,22 @@
 # table, presenting its epoch in each transaction.  After a planned
 # switchover (with the old primary's keeper frozen, so that the old primary
 # keeps serving after the new one was promoted) and a killed primary:
-# epochs rose, old tokens get TN002, no write acknowledged under
-# synchronous replication is lost, and never two leaders by the client
+# epochs rose, old tokens get TN002, no write that the standby had flushed
+# when its COMMIT returned is lost, and never two leaders by the client
 # rule.
 #
-# pg_auto_failover runs the primary asynchronously whenever it judges the
-# standby unhealthy (wait_primary), which its short health checks here do
-# on a busy machine; a write acknowledged then may be lost by a failover,
-# with or without pg_tenure.  So each write records whether synchronous
-# replication was in force on the node that acknowledged it, and only
-# those writes must survive.  pg_autoctl 2.0 can also leave a node that
-# becomes primary without synchronous_standby_names, when the standby's
-# goal flips to catchingup while the node enters the primary state; the
-# test then re-applies the formation's settings, as an operator would.
+# pg_auto_failover runs the primary without a synchronous standby whenever
+# it judges the standby unhealthy (wait_primary, which its short health
+# checks here enter on a busy machine, and which follows every failover);
+# a write acknowledged then may be lost by a failover, with or without
+# pg_tenure.  So right after each COMMIT the writer asks its node whether
+# a standby has flushed the WAL up to there, as synchronous replication
+# ensures (unless other WAL came in the meantime); only those writes must
+# survive, the others are counted.  pg_autoctl 2.0 can also leave a node
+# that becomes primary without synchronous_standby_names, when the
+# standby's goal flips to catchingup as the node enters the primary state;
+# the test then re-applies the formation's settings, as an operator would,
+# and switches over only with synchronous replication in force.
 
 use strict;
 use warnings;
@@ -271,20 +274,13 @@ sub campaigner
 			{
 				$seq++;
 				my $t0 = now();
-				# synchronous replication in force: before the COMMIT, and
-				# after it in the same session, which has read any reload
-				# that the checkpointer, signalled after every backend,
-				# acted on to release the COMMIT
+				# after the COMMIT, flushed here: has a standby flushed as far?
 				my ($ok, $out, $err) = psql('rw', "BEGIN;\n"
-					  . "SELECT inet_server_port(), set_config('tenure.tokens', 'w=$epoch', true), "
-					  . "current_setting('synchronous_standby_names') <> '' AND "
-					  . "current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply');\n"
+					  . "SELECT inet_server_port(), set_config('tenure.tokens', 'w=$epoch', true);\n"
 					  . "INSERT INTO public.ledger VALUES ('$holder', $seq, $epoch);\nCOMMIT;\n"
-					  . "SELECT current_setting('synchronous_standby_names') <> '';\n");
-				my ($first, $after) = split /\n/, $out // '';
-				my (undef, undef, $before) = split /\|/, $first // '';
-				my $sync = ($before // '') eq 't' && ($after // '') eq 't';
-				my $r = $ok ? ($sync ? 'ack' : 'ack_async') : $err =~ /TN002/ ? 'tn002' : 'err';
+					  . "SELECT EXISTS (SELECT FROM pg_stat_replication WHERE flush_lsn >= pg_current_wal_flush_lsn());\n");
+				my (undef, $flushed) = split /\n/, $out // '';
+				my $r = $ok ? (($flushed // '') eq 't' ? 'ack' : 'ack_local') : $err =~ /TN002/ ? 'tn002' : 'err';
 				$fenced = 1 if $r eq 'tn002';    # never retry a fenced epoch
 				printf $l "write %.6f %.6f %s %d %s %s\n", $t0, now(), $holder, $seq, $epoch, $r;
 			}
@@ -320,29 +316,36 @@ sub acked_after
 	return grep { $_->[1] eq 'write' && $_->[7] =~ /^ack/ && $new{ $_->[6] } } @ev;
 }
 
-# If the primary has converged but runs without synchronous replication,
-# have the monitor send it the formation's settings again (apply_settings
-# fetches synchronous_standby_names anew); at most every 5 s.
-my $last_nudge = 0;
-sub nudge_sync
+# Whether $node has synchronous_standby_names, looked up at most once a
+# second.  A converged primary without it has the monitor send it the
+# formation's settings again (apply_settings fetches them anew), at most
+# every 5 s.
+my (%sync_looked, %sync_on, $last_nudge);
+sub sync_in_force
 {
 	my ($node) = @_;
-	return if now() < $last_nudge + 5 || !converged($node => 'primary');
-	my (undef, $names) = psql($node, 'SHOW synchronous_standby_names');
-	return if $names ne '';
-	$last_nudge = now();
-	diag "$node is primary without synchronous_standby_names: re-applying the formation's settings";
-	system('psql', '-X', '-q', '-p', $port{mon}, '-d', 'pg_auto_failover', '-c',
-		"SELECT pgautofailover.set_formation_number_sync_standbys('default', 0)");
+	return $sync_on{$node} if now() < ($sync_looked{$node} // 0) + 1;
+	$sync_looked{$node} = now();
+	my ($ok, $names) = psql($node, 'SHOW synchronous_standby_names');
+	$sync_on{$node} = $ok && $names ne '' ? 1 : 0;
+	if ($ok && $names eq '' && now() >= ($last_nudge // 0) + 5 && converged($node => 'primary'))
+	{
+		$last_nudge = now();
+		diag "$node is primary without synchronous_standby_names: re-applying the formation's settings";
+		system('psql', '-X', '-q', '-p', $port{mon}, '-d', 'pg_auto_failover', '-c',
+			"SELECT pgautofailover.set_formation_number_sync_standbys('default', 0)");
+	}
+	return $sync_on{$node};
 }
 
-# writes acknowledged under synchronous replication on $node after $t
+# synchronous replication in force on $node, and $count writes after $t
+# that the standby had flushed at their COMMIT
 sub sync_writes_on
 {
 	my ($node, $t, $count) = @_;
-	poll_until("writes under synchronous replication on $node", sub {
-		nudge_sync($node);
-		return (grep { $_->[1] eq 'write' && $_->[7] eq 'ack' && $_->[2] > $t } events()) >= $count;
+	poll_until("synchronous replication on $node", sub {
+		return sync_in_force($node)
+		  && (grep { $_->[1] eq 'write' && $_->[7] eq 'ack' && $_->[2] > $t } events()) >= $count;
 	});
 }
 
@@ -376,11 +379,11 @@ sub check_after_failover
 	my %have = map { $_ => 1 } split /\n/, $rows;
 	my @acked = map { "$_->[4]:$_->[5]:$_->[6]" } grep { $_->[1] eq 'write' && $_->[7] eq 'ack' } @ev;
 	my @lost = grep { !$have{$_} } @acked;
-	is("@lost", '', "$what: all " . scalar(@acked) . " writes acknowledged under synchronous replication are on the new primary")
+	is("@lost", '', "$what: all " . scalar(@acked) . " writes a standby had flushed at their COMMIT are on the new primary")
 	  or diag "pg_auto_failover's events:\n" . eval { autoctl('show', 'events', '--count', '60', '--pgdata', "$dir/mon") };
-	my @async = map { "$_->[4]:$_->[5]:$_->[6]" } grep { $_->[1] eq 'write' && $_->[7] eq 'ack_async' } @ev;
-	diag "$what: " . scalar(@async) . " writes acknowledged without synchronous replication, "
-	  . scalar(grep { !$have{$_} } @async) . " of them not on the new primary";
+	my @local = map { "$_->[4]:$_->[5]:$_->[6]" } grep { $_->[1] eq 'write' && $_->[7] eq 'ack_local' } @ev;
+	diag "$what: " . scalar(@local) . " writes acknowledged before a standby had them, "
+	  . scalar(grep { !$have{$_} } @local) . " of them not on the new primary";
 	my @bad = grep { $have{"$_->[4]:$_->[5]:$_->[6]"} } grep { $_->[1] eq 'write' && $_->[7] eq 'tn002' } @ev;
 	is(scalar(@bad), 0, "$what: no TN002-rejected write is there");
 	diag "$what: tenure.history on the new primary:\n" . (psql($new, "SELECT epoch, holder, started, ended, end_reason, issued_tli FROM tenure.history WHERE lease = 'w' ORDER BY epoch"))[1];
@@ -388,25 +391,30 @@ sub check_after_failover
 
 # --- planned switchover, with the old primary's keeper frozen: n1 does not
 # learn of it and goes on serving, while n2 is promoted and, once the
-# demote timeout has passed, takes writes too.  Every write n1 commits
-# after n2's promotion waits for a synchronous standby that is gone; none
-# of them may be acknowledged under synchronous replication.
+# demote timeout has passed, let write.  The clients try n1 first; every
+# COMMIT there after n2's promotion waits for a synchronous standby that
+# is gone, and no write that n2 had not flushed may count as replicated.
 my $t1 = now();
-$keeper = keeper_of('n1') // die "no node-active process of n1";
-# the monitor refuses a failover while the standby is not a secondary (a
-# health check that failed a moment ago): ask again once it is
+# Frozen, n1's keeper cannot change n1's settings: switch over only with
+# synchronous replication in force there.  The monitor refuses a failover
+# while the standby is not a secondary (a health check that failed a
+# moment ago): ask again once it is.
 poll_until('switchover begun', sub {
-	return 0 unless converged(n1 => 'primary', n2 => 'secondary');
-	kill 'STOP', $keeper;
-	my $ok = system('psql', '-X', '-q', '-p', $port{mon}, '-d', 'pg_auto_failover',
-		'-c', 'SELECT pgautofailover.perform_failover()') == 0;
-	kill 'CONT', $keeper unless $ok;
-	return $ok;
+	return 0 unless sync_in_force('n1') && converged(n1 => 'primary', n2 => 'secondary');
+	$keeper = keeper_of('n1') or return 0;
+	kill('STOP', $keeper) or return 0;
+	my ($ok, $names) = psql('n1', 'SHOW synchronous_standby_names');
+	return 1 if $ok && $names ne '' && system('psql', '-X', '-q', '-p', $port{mon}, '-d',
+		'pg_auto_failover', '-c', 'SELECT pgautofailover.perform_failover()') == 0;
+	kill 'CONT', $keeper;
+	$keeper = undef;
+	return 0;
 });
 poll_until('n2 takes writes while n1 is frozen', sub { converged(n2 => 'wait_primary') });
 my (undef, $n1_rw) = psql('n1', 'SELECT NOT pg_is_in_recovery()');
 is($n1_rw, 't', 'switchover: n1, frozen, still serves as a primary after n2 was promoted');
 kill 'CONT', $keeper;
+$keeper = undef;
 poll_until('n2 primary', sub { converged(n2 => 'primary') });
 poll_until('writes under a new epoch', sub { acked_after($t1) >= 5 });
 check_after_failover('switchover', $t1, 'n2');
