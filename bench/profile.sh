@@ -65,10 +65,13 @@ for c in $clients; do
 	as_user env PGHOST=$dir PGPORT=$port $PG_BIN/pgbench -n -M prepared -c "$c" -j "$((c < 2 ? 1 : 2))" \
 		-T $((secs + 3)) -D epoch="$epoch" -f "$dir/scripts/$script" postgres >"$log" 2>&1 &
 	bench=$!
-	# its backends, once all have connected
+	# its backends, once all have connected; not pgbench's first
+	# connection, which it closes at once (and which alone would pass for
+	# the one backend of a single client)
 	pids=
 	for _ in $(seq 200); do
-		pids=$(psql_q -c "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE application_name = 'pgbench'")
+		pids=$(psql_q -c "SELECT string_agg(pid::text, ',') FROM pg_stat_activity
+			WHERE application_name = 'pgbench' AND backend_start < now() - interval '200 ms'")
 		[ -n "$pids" ] && [ "$(echo "$pids" | tr ',' '\n' | wc -l)" = "$c" ] && break
 		pids=
 		sleep 0.05
