@@ -2614,6 +2614,7 @@ tenure_keeper_let_go(TenureLease *lease)
 	AssertLockedExclusive();
 	LockRelease(&lease->held_tag, ExclusiveLock, true);
 	lease->lock_held = false;
+	tenure_pass_tight = -1;		/* one entry more spare */
 }
 
 /*
@@ -2723,8 +2724,13 @@ tenure_keeper_tend(TenureLease *lease, int64 now, bool let_go,
 		 */
 		if (lease->state != TENURE_HELD && tenure_lock_table_tight())
 		{
-			tenure_pass_tight = -1;
-			room = tenure_keeper_let_go_all() && !tenure_lock_table_tight();
+			/*
+			 * Look again after letting go, even of nothing: locks this
+			 * pass let go of earlier (released leases ahead in the queue)
+			 * may have made the room already.
+			 */
+			(void) tenure_keeper_let_go_all();
+			room = !tenure_lock_table_tight();
 		}
 		if (room)
 		{
