@@ -72,15 +72,22 @@ SHOW tenure.tokens;
 -- a 63-byte lease name is the longest one
 SELECT set_config('tenure.tokens', repeat('x', 63) || '=1', false) = repeat('x', 63) || '=1' AS accepted;
 
--- present() merges one token into the setting, replacing the lease's
--- earlier token and keeping the others
-SET tenure.tokens = 'fence_tokens_a=1, fence_tokens_b=2';
-SELECT tenure.present('fence_tokens_c', 3);
+-- present() merges one token into the tokens the transaction presented,
+-- replacing the lease's earlier token and keeping the others
+BEGIN;
+SET LOCAL tenure.tokens = 'fence_tokens_a=1, fence_tokens_b=2';
+SELECT tenure.present('fence_tokens_c', 3, true);
 SHOW tenure.tokens;
-SELECT tenure.present('fence_tokens_a', 4);
+SELECT tenure.present('fence_tokens_a', 4, true);
 SHOW tenure.tokens;
 -- presenting a token for a lease that does not exist is harmless
-SELECT tenure.present('fence_tokens_no_such_lease', 5);
+SELECT tenure.present('fence_tokens_no_such_lease', 5, true);
+SHOW tenure.tokens;
+COMMIT;
+-- tokens that an earlier transaction left in the setting are not carried
+-- into a new presentation, where they would count again
+SET tenure.tokens = 'fence_tokens_a=1, fence_tokens_b=2';
+SELECT tenure.present('fence_tokens_c', 3);
 SHOW tenure.tokens;
 -- local presentation ends with the transaction
 BEGIN;

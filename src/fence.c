@@ -84,7 +84,38 @@ typedef struct TenureFenceUse
 								 * the lease fences is being written) */
 } TenureFenceUse;
 
+/*
+ * The "extra" of tenure.tokens: the parsed tokens and who presented them.
+ *
+ * The check hook parses every new value; it marks it "offered" only if it
+ * comes from an explicit assignment (GucSource PGC_S_SESSION: SET, SET
+ * LOCAL, set_config(), tenure.present(), a function's SET clause) made
+ * while no trigger runs.  The assign hook stamps an offered value, the
+ * first time it is assigned, with the transaction that assigned it
+ * (presented_in).  Whenever PostgreSQL brings a value back (a
+ * subtransaction's abort, a function's exit, RESET, the end of a
+ * transaction, a configuration reload) it assigns it again with the same
+ * extra, stamp and all, so a value counts only in the transaction that
+ * presented it (src/README, F6): a value from a role or database default,
+ * the configuration or a connection's options was never offered, and one
+ * presented by an earlier transaction carries that transaction's serial.
+ * A value set by a trigger is never offered: a trigger that another role
+ * put on a fenced table (TRIGGER privilege) cannot present a token for the
+ * write that fired it.
+ */
+typedef struct TenureTokensValue
+{
+	bool		offered;		/* explicit, not yet assigned */
+	uint64		presented_in;	/* serial of the presenting transaction, or
+								 * 0 */
+} TenureTokensValue;
+
+#define TENURE_TOKENS_VALUE_HEADER MAXALIGN(sizeof(TenureTokensValue))
+#define TenureTokensOf(value) \
+	((TenureTokens *) ((char *) (value) + TENURE_TOKENS_VALUE_HEADER))
+
 char	   *tenure_tokens_string = NULL;
+static TenureTokensValue *tenure_tokens_value = NULL;
 static TenureTokens *tenure_tokens = NULL;
 
 /*
@@ -93,15 +124,6 @@ static TenureTokens *tenure_tokens = NULL;
  * prepare: tenure_fence_reset()).
  */
 static uint64 tenure_fence_serial = 1;
-
-/*
- * The transaction in which tenure.tokens was last assigned (a serial as
- * above), or 0 if it was assigned outside a running transaction: by the
- * configuration, at connection start (ALTER ROLE/DATABASE ... SET,
- * PGOPTIONS), or when a transaction's SET LOCAL is undone at its end.
- * Tokens count only in the transaction that presented them.
- */
-static uint64 tenure_tokens_serial = 0;
 
 /* leases this transaction wrote through or issues epochs for */
 static List *tenure_fence_uses = NIL;
@@ -120,6 +142,19 @@ static uint64 tenure_fence_rels_resets = 0;
 static Oid	tenure_fence_rel(int n);
 
 /*
+ * How deeply nested in triggers this backend is: pg_trigger_depth(), which
+ * reads trigger.c's counter and needs no arguments.
+ */
+static int
+tenure_trigger_depth(void)
+{
+	LOCAL_FCINFO(fcinfo, 0);
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, NULL, NULL);
+	return DatumGetInt32(pg_trigger_depth(fcinfo));
+}
+
+/*
  * Check hook of tenure.tokens: parse "lease=epoch[, lease=epoch ...]"
  * (the syntax is tokens.c's) into the setting's "extra", allocated as the
  * GUC machinery frees it.  No catalog access and no ERROR here: a bad
@@ -133,6 +168,7 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 	TenureTokensError err;
 	size_t		len;
 	size_t		size;
+	TenureTokensValue *held;
 	TenureTokens *tokens;
 	const char *duplicate;
 
@@ -154,14 +190,17 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 	}
 	Assert(err == TENURE_TOKENS_OK);
 
-	tokens = tenure_guc_malloc(size);
-	if (tokens == NULL)
+	held = tenure_guc_malloc(TENURE_TOKENS_VALUE_HEADER + size);
+	if (held == NULL)
 		return false;
+	held->offered = (source == PGC_S_SESSION && tenure_trigger_depth() == 0);
+	held->presented_in = 0;
+	tokens = TenureTokensOf(held);
 
 	switch (tenure_tokens_parse(value, tokens, size, &duplicate))
 	{
 		case TENURE_TOKENS_OK:
-			*extra = tokens;
+			*extra = held;
 			return true;
 		case TENURE_TOKENS_BAD_FORM:
 			GUC_check_errmsg("invalid value for tenure.tokens: \"%s\"", *newval);
@@ -186,29 +225,39 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 			Assert(false);		/* measured above */
 			break;
 	}
-	tenure_guc_free(tokens);
+	tenure_guc_free(held);
 	return false;
 }
 
 /*
- * Assign hook of tenure.tokens: remember the value and the transaction
- * that assigned it.
+ * Assign hook of tenure.tokens: remember the value; stamp a value offered
+ * by an explicit assignment with the transaction that assigns it, the
+ * first time it is assigned (see TenureTokensValue).
  */
 void
 tenure_tokens_assign(const char *newval, void *extra)
 {
-	tenure_tokens = (TenureTokens *) extra;
+	TenureTokensValue *held = (TenureTokensValue *) extra;
 
-	/*
-	 * A value assigned while a transaction runs, or restored when one of
-	 * its subtransactions aborts, belongs to that transaction.  Values
-	 * restored when a top-level transaction ends (its serial has advanced
-	 * already) and values from outside any transaction belong to none.
-	 */
-	if (IsTransactionState() || GetCurrentTransactionNestLevel() > 1)
-		tenure_tokens_serial = tenure_fence_serial;
-	else
-		tenure_tokens_serial = 0;
+	tenure_tokens_value = held;
+	tenure_tokens = held ? TenureTokensOf(held) : NULL;
+	if (held != NULL && held->offered)
+	{
+		held->offered = false;
+		if (IsTransactionState())
+			held->presented_in = tenure_fence_serial;
+	}
+}
+
+/*
+ * Whether the current value of tenure.tokens was presented by this
+ * transaction (see TenureTokensValue).
+ */
+static bool
+tenure_tokens_count(void)
+{
+	return tenure_tokens_value != NULL &&
+		tenure_tokens_value->presented_in == tenure_fence_serial;
 }
 
 /*
@@ -233,8 +282,7 @@ tenure_token_of(const char *name)
 static int64
 tenure_presented(const char *name)
 {
-	if (tenure_tokens_serial == 0 ||
-		tenure_tokens_serial != tenure_fence_serial)
+	if (!tenure_tokens_count())
 		return 0;
 	return tenure_token_of(name);
 }
@@ -322,7 +370,7 @@ retry:
 				 errmsg("table \"%s\" is fenced by lease \"%s\" and the transaction presents no epoch for it",
 						table, name),
 				 left != 0 ?
-				 errdetail("tenure.tokens holds epoch " INT64_FORMAT " for the lease, but it was set before this transaction began; a token counts only in the transaction that presents it.",
+				 errdetail("tenure.tokens holds epoch " INT64_FORMAT " for the lease, but this transaction did not present it: the value was set before the transaction began, restored, or set by a trigger.",
 						   left) : 0,
 				 errhint("Present the epoch in the writing transaction with SET LOCAL tenure.tokens = '%s=<epoch>', set_config(..., true) or tenure.present(..., true).",
 						 name)));
@@ -665,6 +713,7 @@ tenure_present(PG_FUNCTION_ARGS)
 	char	   *name;
 	int64		epoch;
 	bool		is_local;
+	const TenureTokens *others;
 	size_t		kept_len;
 	char	   *kept;
 	char	   *value;
@@ -687,10 +736,15 @@ tenure_present(PG_FUNCTION_ARGS)
 				 errmsg("epoch must be positive"),
 				 errdetail("The epoch given is " INT64_FORMAT ".", epoch)));
 
-	/* the other leases' tokens, then this one */
-	kept_len = tenure_tokens_print(tenure_tokens, name, NULL, 0);
+	/*
+	 * The other leases' tokens, then this one.  Only tokens this
+	 * transaction presented are kept: re-presenting a value left by an
+	 * earlier transaction would make it count.
+	 */
+	others = tenure_tokens_count() ? tenure_tokens : NULL;
+	kept_len = tenure_tokens_print(others, name, NULL, 0);
 	kept = palloc(kept_len + 1);
-	(void) tenure_tokens_print(tenure_tokens, name, kept, kept_len + 1);
+	(void) tenure_tokens_print(others, name, kept, kept_len + 1);
 	value = psprintf("%s%s%s=" INT64_FORMAT,
 					 kept, kept_len > 0 ? "," : "", name, epoch);
 
