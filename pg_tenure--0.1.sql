@@ -3,6 +3,65 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pg_tenure" to load this file. \quit
 
+-- pg_tenure owns its schema.  CREATE EXTENSION creates schema tenure,
+-- owned by the installing superuser, unless it exists already; then it
+-- must be one that nobody but a superuser controls (an empty schema that
+-- a superuser owns, as pg_dump writes it before CREATE EXTENSION, is
+-- fine): otherwise its owner could drop the extension's objects with it,
+-- or rename it and put look-alikes in its place.
+DO $$
+DECLARE
+	nsp pg_catalog.oid;
+	owner_name pg_catalog.name;
+	owner_super boolean;
+	creator pg_catalog.text;
+	held pg_catalog.text;
+BEGIN
+	SELECT n.oid, r.rolname, r.rolsuper INTO nsp, owner_name, owner_super
+	  FROM pg_catalog.pg_namespace n
+	  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+	 WHERE n.nspname OPERATOR(pg_catalog.=) 'tenure';
+	IF NOT owner_super THEN
+		RAISE EXCEPTION 'schema "tenure" is owned by role "%", which is not a superuser', owner_name
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'pg_tenure installs only into a schema that a superuser owns.',
+				  HINT = 'Drop or rename the schema, or make a superuser its owner, before CREATE EXTENSION pg_tenure.';
+	END IF;
+	SELECT pg_catalog.string_agg(CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+									  ELSE r.rolname::pg_catalog.text END, ', ')
+	  INTO creator
+	  FROM pg_catalog.pg_namespace n,
+		   LATERAL pg_catalog.aclexplode(n.nspacl) a
+	  LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+	 WHERE n.oid OPERATOR(pg_catalog.=) nsp
+	   AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+	   AND NOT COALESCE(r.rolsuper, false);
+	IF creator IS NOT NULL THEN
+		RAISE EXCEPTION 'roles other than superusers may create objects in schema "tenure"'
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = pg_catalog.format('CREATE on the schema is granted to %s.', creator),
+				  HINT = 'Revoke CREATE on schema tenure from every role but superusers before CREATE EXTENSION pg_tenure.';
+	END IF;
+	-- every object in a schema depends on it; the extension's own row
+	-- (being installed) depends on its schema too
+	SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid), ', ')
+	  INTO held
+	  FROM pg_catalog.pg_depend d
+	 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
+	   AND d.refobjid OPERATOR(pg_catalog.=) nsp
+	   AND NOT (d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+				AND d.objid OPERATOR(pg_catalog.=)
+					(SELECT e.oid FROM pg_catalog.pg_extension e
+					  WHERE e.extname OPERATOR(pg_catalog.=) 'pg_tenure'));
+	IF held IS NOT NULL THEN
+		RAISE EXCEPTION 'schema "tenure" is not empty'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = pg_catalog.format('It holds %s.', held),
+				  HINT = 'pg_tenure installs only into an empty schema tenure.';
+	END IF;
+END
+$$;
+
 -- Everyone may look up leases; the functions check rights themselves.
 GRANT USAGE ON SCHEMA tenure TO PUBLIC;
 

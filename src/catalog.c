@@ -59,34 +59,21 @@ static bool tenure_open_at_shutdown(const char *name);
 	" THEN 'promoted' ELSE 'server restart' END"
 
 /*
- * Connect to SPI and become the owner of tenure.lease, which owns the
- * extension's tables.
+ * Connect to SPI and become the extension's owner, which owns the
+ * extension's tables, after checking that they are what the extension
+ * installed (objects.c): the statements run through this session name
+ * them schema-qualified, and only a superuser can change what those names
+ * resolve to.
  */
 void
 tenure_spi_begin(TenureSpi *spi)
 {
-	Oid			nsp;
-	Oid			rel;
-	HeapTuple	tup;
-	Oid			owner;
-
-	nsp = get_namespace_oid("tenure", false);
-	rel = get_relname_relid("lease", nsp);
-	if (!OidIsValid(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("pg_tenure is not installed in this database"),
-				 errhint("Run CREATE EXTENSION pg_tenure.")));
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(rel));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", rel);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
+	const TenureObjects *objs = tenure_objects(false);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	GetUserIdAndSecContext(&spi->save_userid, &spi->save_sec_context);
-	SetUserIdAndSecContext(owner, spi->save_sec_context |
+	SetUserIdAndSecContext(objs->owner, spi->save_sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 

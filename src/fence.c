@@ -134,11 +134,6 @@ static List *tenure_fence_uses = NIL;
  */
 static bool tenure_fence_checked = false;
 
-/* OIDs of this database's fence lock views, by number */
-static Oid	tenure_fence_rels[TENURE_FENCE_LOCKS];
-static bool tenure_fence_rels_valid = false;
-static uint64 tenure_fence_rels_resets = 0;
-
 static Oid	tenure_fence_rel(int n);
 
 /*
@@ -479,62 +474,14 @@ tenure_fence_wrote(void)
 }
 
 /*
- * Relcache callback: forget the fence lock views' OIDs when one of them,
- * or everything, is invalidated (DROP EXTENSION, say).
- */
-static void
-tenure_fence_rels_reset(Datum arg, Oid relid)
-{
-	int			i;
-
-	if (!OidIsValid(relid))
-		tenure_fence_rels_valid = false;
-	for (i = 0; i < TENURE_FENCE_LOCKS && tenure_fence_rels_valid; i++)
-		if (tenure_fence_rels[i] == relid)
-			tenure_fence_rels_valid = false;
-	tenure_fence_rels_resets++;
-}
-
-/*
- * At library load: register the relcache callback (registering later could
- * find the callback slots taken, which is FATAL).
- */
-void
-tenure_fence_init(void)
-{
-	CacheRegisterRelcacheCallback(tenure_fence_rels_reset, (Datum) 0);
-}
-
-/*
- * The OID of fence lock view number n, looked up once per backend.
+ * The OID of fence lock view number n, a member of the installed extension
+ * (objects.c).
  */
 static Oid
 tenure_fence_rel(int n)
 {
 	Assert(n >= 0 && n < TENURE_FENCE_LOCKS);
-	while (!tenure_fence_rels_valid)
-	{
-		uint64		resets = tenure_fence_rels_resets;
-		Oid			nsp = get_namespace_oid("tenure", true);
-		int			i;
-
-		for (i = 0; i < TENURE_FENCE_LOCKS; i++)
-		{
-			char		name[NAMEDATALEN];
-
-			snprintf(name, sizeof(name), "fence_lock_%d", i);
-			tenure_fence_rels[i] = OidIsValid(nsp) ?
-				get_relname_relid(name, nsp) : InvalidOid;
-			if (!OidIsValid(tenure_fence_rels[i]))
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_TABLE),
-						 errmsg("pg_tenure's fence lock view \"tenure.%s\" does not exist", name),
-						 errhint("pg_tenure must stay installed in this database, at the version of its library, while its leases are claimed or its fenced tables written.")));
-		}
-		/* look again if an invalidation arrived during the lookups */
-		tenure_fence_rels_valid = (resets == tenure_fence_rels_resets);
-	}
-	return tenure_fence_rels[n];
+	return tenure_objects(false)->fence_locks[n];
 }
 
 /*

@@ -1360,7 +1360,6 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 {
 	EventTriggerData *trigdata = (EventTriggerData *) fcinfo->context;
 	const char *command;
-	Oid			nsp;
 	TenureSpi	spi;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
@@ -1369,9 +1368,7 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 				 errmsg("tenure._fence_ddl() must be called as an event trigger")));
 
 	/* our own DDL, or the extension going away */
-	nsp = get_namespace_oid("tenure", true);
-	if (tenure_fence_ddl_running || !OidIsValid(nsp) ||
-		!OidIsValid(get_relname_relid("fenced", nsp)))
+	if (tenure_fence_ddl_running || tenure_objects_gone())
 		PG_RETURN_NULL();
 
 	command = GetCommandTagName(trigdata->tag);

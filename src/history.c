@@ -118,6 +118,38 @@ tenure_history_list(Oid after)
 }
 
 /*
+ * The settings a run relies on, forced before it connects: set with
+ * PGC_S_OVERRIDE, they win over every database and role setting
+ * (ALTER DATABASE/ROLE ... SET), which a database's owner may have chosen
+ * to stall or break the run.  Never queue behind a lock, nor run a
+ * statement, for long: one run at a time serves every database.
+ */
+static void
+tenure_history_settings(void)
+{
+	static const char *const settings[][2] = {
+		{"lock_timeout", "1000"},
+		{"statement_timeout", "10000"},
+		{"idle_in_transaction_session_timeout", "0"},
+		{"default_transaction_read_only", "off"},
+		{"default_transaction_isolation", "read committed"},
+		{"default_transaction_deferrable", "off"},
+		{"session_replication_role", "origin"},
+		{"search_path", "pg_catalog, pg_temp"},
+		{"synchronous_commit", "on"},
+		{"row_security", "on"},
+		{"jit", "off"},
+		{"check_function_bodies", "on"},
+		{"client_min_messages", "notice"},
+		{"log_min_messages", "warning"},
+	};
+	size_t		i;
+
+	for (i = 0; i < lengthof(settings); i++)
+		SetConfigOption(settings[i][0], settings[i][1], PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
  * A run for the database this worker is connected to.
  */
 static void
@@ -127,7 +159,6 @@ tenure_history_write(void)
 	bool	   *written;
 	int			count;
 	int			i;
-	Oid			nsp;
 	MemoryContext oldcxt;
 
 	SetCurrentStatementStartTimestamp();
@@ -135,13 +166,16 @@ tenure_history_write(void)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "writing ends of tenures to tenure.history");
 
-	nsp = get_namespace_oid("tenure", true);
-	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("history", nsp)) ||
-		!OidIsValid(get_relname_relid("lease", nsp)))
+	/*
+	 * A database without the extension: nothing but this look-up.  Objects
+	 * named like pg_tenure's that are not the installed extension's are
+	 * never touched (tenure_spi_begin() checks them too, failing the run).
+	 */
+	if (tenure_objects(true) == NULL)
 	{
-		/* no pg_tenure here */
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		pgstat_report_activity(STATE_IDLE, NULL);
 		return;
 	}
 
@@ -188,8 +222,7 @@ tenure_history_main(Datum arg)
 	tenure_require_loaded();
 
 	memcpy(&after, MyBgworkerEntry->bgw_extra, sizeof(Oid));
-	/* never queue behind a lock for long: one run at a time serves all */
-	SetConfigOption("lock_timeout", "1000", PGC_SUSET, PGC_S_OVERRIDE);
+	tenure_history_settings();
 	if (!OidIsValid(dbid))
 	{
 		BackgroundWorkerInitializeConnection(NULL, NULL, 0);

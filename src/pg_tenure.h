@@ -384,6 +384,24 @@ extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
 extern void tenure_txn_drop_database_leases(Oid dbid);
 extern void tenure_txn_check_not_handed(const TenureKey *key, const char *what);
 
+/* objects.c: the extension's own objects, as installed */
+typedef struct TenureObjects
+{
+	Oid			extension;
+	Oid			owner;			/* the extension's owner, a superuser */
+	Oid			namespace;		/* schema tenure */
+	Oid			lease;			/* tenure.lease */
+	Oid			history;		/* tenure.history */
+	Oid			fenced;			/* tenure.fenced */
+	Oid			fence_locks[TENURE_FENCE_LOCKS];	/* tenure.fence_lock_N */
+	Oid			fence_trigger;	/* tenure.fence_trigger() */
+	Oid			fence_apply_trigger;	/* tenure.fence_apply_trigger() */
+} TenureObjects;
+
+extern void tenure_objects_init(void);
+extern const TenureObjects *tenure_objects(bool missing_ok);
+extern bool tenure_objects_gone(void);
+
 /* catalog.c: an SPI session as the owner of pg_tenure's tables */
 typedef struct TenureSpi
 {
@@ -506,7 +524,6 @@ extern const TenureToken *tenure_tokens_find(const TenureTokens *tokens,
 extern char *tenure_tokens_string;
 extern bool tenure_tokens_check(char **newval, void **extra, GucSource source);
 extern void tenure_tokens_assign(const char *newval, void *extra);
-extern void tenure_fence_init(void);
 extern void tenure_fence_check(const char *name, const char *table,
 							   bool at_commit, int *fence_lock);
 extern void tenure_fence_note(const char *lease, const char *table,

@@ -211,5 +211,5 @@ _PG_init(void)
 	tenure_register_keeper();
 	tenure_txn_init();
 	tenure_catalog_init();
-	tenure_fence_init();
+	tenure_objects_init();
 }
