@@ -74,12 +74,12 @@ static bool tenure_fence_ddl_running = false;
  * committed now, or a REPEATABLE READ transaction attaching a partition
  * would not see a fence committed after its snapshot was taken (see
  * tenure_fence_table()).  The command counter advances as usual, so the
- * transaction's own changes are seen too.
+ * transaction's own changes are seen too.  $1 is an oid, $2 an oid[].
  */
 static void
 tenure_fence_query(const char *sql, int nargs, Datum *args)
 {
-	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Oid			argtypes[2] = {OIDOID, OIDARRAYOID};
 	SPIPlanPtr	plan;
 	int			rc;
 
@@ -426,6 +426,125 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
 }
 
 /*
+ * What shapes a fenced table's rows, followed through pg_depend from the
+ * tables (and the expressions of their generated columns) to the types,
+ * collations, functions and composite types' relations they use, to any
+ * depth.  A command on any of these can change the fenced rows (ALTER
+ * TYPE ... ADD ATTRIBUTE, DROP TYPE ... CASCADE drops a column), so each
+ * must belong to the table's owner (or a role whose privileges its owner
+ * has) or a superuser, and none may be one of pg_tenure's own: otherwise
+ * a fence set up by one role would refuse another role's commands on its
+ * own objects, or pull pg_tenure's tables into a fence.  (src/README, F9.)
+ * The seed is a query of the tables to check, column "tbl" (oid).
+ */
+#define TENURE_FOREIGN_QUERY(seed) \
+	"WITH RECURSIVE tables (tbl) AS (" seed ")," \
+	" edges (classid, objid, refclassid, refobjid) AS (" \
+	"  SELECT d.classid, d.objid, d.refclassid, d.refobjid FROM pg_catalog.pg_depend d" \
+	"   WHERE d.refclassid OPERATOR(pg_catalog.=) ANY (ARRAY[" \
+	"    'pg_catalog.pg_type'::pg_catalog.regclass, 'pg_catalog.pg_class'::pg_catalog.regclass," \
+	"    'pg_catalog.pg_collation'::pg_catalog.regclass, 'pg_catalog.pg_proc'::pg_catalog.regclass" \
+	"   ]::pg_catalog.oid[])" \
+	"   AND d.deptype OPERATOR(pg_catalog.=) ANY ('{n,i,a}'::pg_catalog.\"char\"[])" \
+	"  UNION ALL" \
+	"  SELECT 'pg_catalog.pg_type'::pg_catalog.regclass::pg_catalog.oid, t.oid," \
+	"   'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid, t.typrelid" \
+	"   FROM pg_catalog.pg_type t WHERE t.typrelid OPERATOR(pg_catalog.<>) 0)," \
+	" dep (classid, objid, tbl) AS (" \
+	"  SELECT s.classid, s.objid, s.tbl FROM (" \
+	"   SELECT 'pg_catalog.pg_class'::pg_catalog.regclass::pg_catalog.oid AS classid," \
+	"    t.tbl AS objid, t.tbl FROM tables t" \
+	"   UNION ALL" \
+	"   SELECT 'pg_catalog.pg_attrdef'::pg_catalog.regclass::pg_catalog.oid, d.oid, d.adrelid" \
+	"    FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_attribute a" \
+	"    ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid AND a.attnum OPERATOR(pg_catalog.=) d.adnum" \
+	"    WHERE d.adrelid OPERATOR(pg_catalog.=) ANY (SELECT t.tbl FROM tables t)" \
+	"    AND a.attgenerated OPERATOR(pg_catalog.<>) ''" \
+	"  ) s" \
+	"  UNION" \
+	"  SELECT e.refclassid, e.refobjid, dep.tbl FROM edges e JOIN dep" \
+	"   ON e.classid OPERATOR(pg_catalog.=) dep.classid AND e.objid OPERATOR(pg_catalog.=) dep.objid)," \
+	" owned (classid, objid, tbl, owner, ours) AS (" \
+	"  SELECT dep.classid, dep.objid, dep.tbl, COALESCE(c.relowner, ty.typowner, co.collowner, p.proowner)," \
+	"   EXISTS (SELECT FROM pg_catalog.pg_depend x" \
+	"    WHERE x.classid OPERATOR(pg_catalog.=) dep.classid AND x.objid OPERATOR(pg_catalog.=) dep.objid" \
+	"    AND x.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass" \
+	"    AND x.refobjid OPERATOR(pg_catalog.=) $1 AND x.deptype OPERATOR(pg_catalog.=) 'e')" \
+	"  FROM dep" \
+	"  LEFT JOIN pg_catalog.pg_class c ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass" \
+	"   AND c.oid OPERATOR(pg_catalog.=) dep.objid" \
+	"  LEFT JOIN pg_catalog.pg_type ty ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass" \
+	"   AND ty.oid OPERATOR(pg_catalog.=) dep.objid" \
+	"  LEFT JOIN pg_catalog.pg_collation co ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_collation'::pg_catalog.regclass" \
+	"   AND co.oid OPERATOR(pg_catalog.=) dep.objid" \
+	"  LEFT JOIN pg_catalog.pg_proc p ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass" \
+	"   AND p.oid OPERATOR(pg_catalog.=) dep.objid)" \
+	" SELECT o.tbl::pg_catalog.regclass::pg_catalog.text," \
+	"  pg_catalog.pg_describe_object(o.classid, o.objid, 0)," \
+	"  r.rolname, o.ours" \
+	" FROM owned o JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) o.tbl" \
+	" JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) o.owner" \
+	" WHERE o.ours" \
+	"  OR NOT (r.rolsuper OR pg_catalog.pg_has_role(o.owner, t.relowner, 'USAGE'))" \
+	" ORDER BY 4 DESC, 1, 2 LIMIT 1"
+
+/*
+ * Refuse if a table the seed query names depends on an object of another
+ * role or of pg_tenure (TENURE_FOREIGN_QUERY).  fencing: the tables are
+ * being fenced by fence_table(), rather than changed by DDL.
+ */
+static void
+tenure_fence_foreign_check(const char *sql, Datum tables, bool fencing)
+{
+	TenureSpi	spi;
+	Datum		args[2];
+	char	   *table = NULL;
+	char	   *object = NULL;
+	char	   *owner = NULL;
+	bool		ours = false;
+
+	args[0] = ObjectIdGetDatum(tenure_objects(false)->extension);
+	args[1] = tables;
+	tenure_spi_begin(&spi);
+	tenure_fence_query(sql, tables ? 2 : 1, args);
+	if (SPI_processed > 0)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+		table = pstrdup(SPI_getvalue(tup, desc, 1));
+		object = pstrdup(SPI_getvalue(tup, desc, 2));
+		owner = pstrdup(SPI_getvalue(tup, desc, 3));
+		ours = strcmp(SPI_getvalue(tup, desc, 4), "t") == 0;
+		MemoryContextSwitchTo(old);
+	}
+	tenure_spi_end(&spi);
+	if (table == NULL)
+		return;
+
+	if (ours)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 fencing ?
+				 errmsg("cannot fence table %s because it uses %s, which belongs to pg_tenure",
+						table, object) :
+				 errmsg("fenced table %s cannot use %s, which belongs to pg_tenure",
+						table, object),
+				 errdetail("pg_tenure's own tables, views and types can never be part of a fence.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 fencing ?
+			 errmsg("cannot fence table %s because it uses %s, owned by role \"%s\"",
+					table, object, owner) :
+			 errmsg("fenced table %s cannot use %s, owned by role \"%s\"",
+					table, object, owner),
+			 errdetail("A command of role \"%s\" on %s could change the fenced rows, and the fence would refuse it.",
+					   owner, object),
+			 errhint("A fenced table may use only types, collations and functions that its owner or a superuser owns.")));
+}
+
+/*
  * tenure.fence_table(tbl, lease)
  *
  * Fences a whole partition or inheritance tree by one lease: the table,
@@ -518,6 +637,18 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 						tenure_rel_qualified(other)),
 				 errdetail("A fence covers a whole inheritance tree, and writes through table %s, outside the tree, would not be checked.",
 						   tenure_rel_qualified(other))));
+
+	{
+		Datum	   *oids = palloc(sizeof(Datum) * list_length(rels));
+		int			n = 0;
+
+		foreach(lc, rels)
+			oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT pg_catalog.unnest($2::pg_catalog.oid[])"),
+								   PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid),
+																   true, TYPALIGN_INT)),
+								   true);
+	}
 
 	tenure_spi_begin(&spi);
 	args[0] = CStringGetTextDatum(name);
@@ -1338,6 +1469,28 @@ tenure_fence_ddl_dropped_tables(const char *command)
 }
 
 /*
+ * On ddl_command_end: a fenced table that the command created or altered,
+ * or (for a command on a type, domain, collation or function, which may
+ * shape any fenced table's rows) any fenced table, must still use only
+ * objects of its owner or a superuser (TENURE_FOREIGN_QUERY).
+ */
+static void
+tenure_fence_ddl_foreign(CommandTag tag)
+{
+	if (tag == CMDTAG_ALTER_TYPE || tag == CMDTAG_ALTER_DOMAIN ||
+		tag == CMDTAG_ALTER_COLLATION || tag == CMDTAG_ALTER_FUNCTION ||
+		tag == CMDTAG_ALTER_PROCEDURE || tag == CMDTAG_ALTER_ROUTINE)
+		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f"),
+								   (Datum) 0, false);
+	else
+		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f"
+														" WHERE f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ("
+														"  SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c"
+														"  WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass)"),
+								   (Datum) 0, false);
+}
+
+/*
  * Event trigger tenure._fence_ddl(), on ddl_command_start of ALTER TABLE,
  * on table_rewrite, on sql_drop, and on ddl_command_end of every command
  * that can create a table, attach or inherit one, or add a table to a
@@ -1399,6 +1552,7 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 	}
 
 	tenure_fence_ddl_trees();
+	tenure_fence_ddl_foreign(trigdata->tag);
 	tenure_fence_ddl_subscriptions();
 	tenure_fence_ddl_changed_triggers(trigdata->tag == CMDTAG_CREATE_TRIGGER);
 	PG_RETURN_NULL();

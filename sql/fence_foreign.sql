@@ -1,0 +1,133 @@
+-- One role's fence never stops another role's commands on its own
+-- objects: a fenced table may use only types, collations and functions
+-- that its owner (or a superuser) owns, and never pg_tenure's own objects.
+-- A command of another role on such an object could otherwise change the
+-- fenced rows (DROP ... CASCADE drops a column, ALTER TYPE ... ADD
+-- ATTRIBUTE changes every value) and the fence would refuse it.  The one
+-- way in is a privilege the object's owner granted: a foreign key needs
+-- REFERENCES, and the refusal then names the fence.
+SET client_min_messages = warning;  -- the extension may exist already
+CREATE EXTENSION IF NOT EXISTS pg_tenure;
+RESET client_min_messages;
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+SET search_path = public;
+
+CREATE ROLE fence_foreign_bob;
+CREATE ROLE fence_foreign_mallory;
+GRANT USAGE, CREATE ON SCHEMA public TO fence_foreign_bob, fence_foreign_mallory;
+GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text)
+	TO fence_foreign_mallory;
+
+-- bob's objects
+SET ROLE fence_foreign_bob;
+CREATE TABLE fence_foreign_b (id int PRIMARY KEY, note text);
+CREATE TYPE fence_foreign_pair AS (a int, b int);
+CREATE DOMAIN fence_foreign_pos AS int CHECK (VALUE > 0);
+CREATE COLLATION fence_foreign_coll (provider = libc, locale = 'C');
+CREATE FUNCTION fence_foreign_twice(int) RETURNS int
+	LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
+RESET ROLE;
+
+-- mallory fences tables of her own with a lease nobody holds
+SET ROLE fence_foreign_mallory;
+SELECT tenure.create_lease('fence_foreign', ttl => '5 min', holdoff => '0');
+CREATE TABLE fence_foreign_rowtype (id int, b fence_foreign_b);
+SELECT tenure.fence_table('fence_foreign_rowtype', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE fence_foreign_array (id int, p fence_foreign_pair[]);
+SELECT tenure.fence_table('fence_foreign_array', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE fence_foreign_domain (id int, n fence_foreign_pos);
+SELECT tenure.fence_table('fence_foreign_domain', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE fence_foreign_coll_t (id int, s text COLLATE fence_foreign_coll);
+SELECT tenure.fence_table('fence_foreign_coll_t', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE fence_foreign_gen (id int, d int GENERATED ALWAYS AS (fence_foreign_twice(id)) STORED);
+SELECT tenure.fence_table('fence_foreign_gen', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+-- to any depth: her own composite type with an attribute of bob's type
+CREATE TYPE fence_foreign_wrap AS (inner_pair fence_foreign_pair);
+CREATE TABLE fence_foreign_deep (id int, w fence_foreign_wrap);
+SELECT tenure.fence_table('fence_foreign_deep', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+-- pg_tenure's own row types
+CREATE TABLE fence_foreign_ours (id int, l tenure.lease, h tenure.history[]);
+SELECT tenure.fence_table('fence_foreign_ours', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+-- pg_tenure's own tables, even for a superuser
+SELECT tenure.fence_table('tenure.history', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS fenced FROM tenure.fenced WHERE lease = 'fence_foreign';
+
+-- a fence of her own types and the built-in ones is fine; adding a
+-- column of bob's type to it afterwards is refused, with the current
+-- epoch presented
+SET ROLE fence_foreign_mallory;
+CREATE TYPE fence_foreign_mine AS (x int);
+CREATE TABLE fence_foreign_ok (id int, m fence_foreign_mine, t text);
+SELECT tenure.fence_table('fence_foreign_ok', 'fence_foreign');
+SELECT tenure.acquire('fence_foreign', 'm') AS e \gset
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_foreign=' || :e, true) IS NOT NULL AS presented;
+ALTER TABLE fence_foreign_ok ADD COLUMN p fence_foreign_pair;
+ROLLBACK;
+\echo :LAST_ERROR_SQLSTATE
+-- nor through her own type, changed to hold bob's
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_foreign=' || :e, true) IS NOT NULL AS presented;
+ALTER TYPE fence_foreign_mine ADD ATTRIBUTE p fence_foreign_pair CASCADE;
+ROLLBACK;
+\echo :LAST_ERROR_SQLSTATE
+SELECT tenure.release('fence_foreign', 'm');
+RESET ROLE;
+
+-- bob's commands on his own objects all work
+SET ROLE fence_foreign_bob;
+ALTER TABLE fence_foreign_b ADD COLUMN extra int;
+ALTER TABLE fence_foreign_b DROP COLUMN extra;
+ALTER TYPE fence_foreign_pair ADD ATTRIBUTE c int CASCADE;
+DROP TYPE fence_foreign_pair CASCADE;
+DROP DOMAIN fence_foreign_pos CASCADE;
+DROP COLLATION fence_foreign_coll CASCADE;
+DROP FUNCTION fence_foreign_twice(int) CASCADE;
+DROP TABLE fence_foreign_b CASCADE;
+RESET ROLE;
+
+-- the one way in: a foreign key from mallory's fenced table to bob's
+-- needs bob's REFERENCES grant, and bob's DELETE that cascades into the
+-- fenced table is refused naming the fence
+SET ROLE fence_foreign_bob;
+CREATE TABLE fence_foreign_parent (id int PRIMARY KEY);
+INSERT INTO fence_foreign_parent VALUES (1);
+GRANT REFERENCES ON fence_foreign_parent TO fence_foreign_mallory;
+RESET ROLE;
+SET ROLE fence_foreign_mallory;
+CREATE TABLE fence_foreign_child (id int REFERENCES fence_foreign_parent ON DELETE CASCADE);
+INSERT INTO fence_foreign_child VALUES (1);
+SELECT tenure.fence_table('fence_foreign_child', 'fence_foreign');
+RESET ROLE;
+SET ROLE fence_foreign_bob;
+DELETE FROM fence_foreign_parent;
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+
+-- clean up
+SET ROLE fence_foreign_mallory;
+SELECT tenure.unfence_table('fence_foreign_ok');
+SELECT tenure.unfence_table('fence_foreign_child');
+DROP TABLE fence_foreign_rowtype, fence_foreign_array, fence_foreign_domain,
+	fence_foreign_coll_t, fence_foreign_gen, fence_foreign_deep,
+	fence_foreign_ours, fence_foreign_ok, fence_foreign_child;
+SELECT count(*) AS fenced FROM tenure.fenced WHERE lease = 'fence_foreign';
+DROP TYPE fence_foreign_wrap, fence_foreign_mine;
+SELECT tenure.drop_lease('fence_foreign');
+RESET ROLE;
+DROP TABLE fence_foreign_parent;
+REVOKE ALL ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text)
+	FROM fence_foreign_mallory;
+REVOKE ALL ON SCHEMA public FROM fence_foreign_bob, fence_foreign_mallory;
+DROP ROLE fence_foreign_bob;
+DROP ROLE fence_foreign_mallory;
