@@ -284,7 +284,7 @@ CREATE FUNCTION tenure._lease_state(
 	OUT session_bound boolean, OUT acquired timestamptz,
 	OUT last_renewed timestamptz, OUT expires timestamptz,
 	OUT active_from timestamptz, OUT holder_pid integer,
-	OUT lock_held boolean, OUT transitions bigint)
+	OUT lock_held boolean, OUT transitions bigint, OUT holder_role regrole)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'tenure_lease_state'
 LANGUAGE C VOLATILE PARALLEL SAFE;
@@ -311,7 +311,8 @@ SELECT l.name AS lease,
 			 WHERE f.lease OPERATOR(pg_catalog.=) l.name
 			 ORDER BY f.tbl::pg_catalog.text) AS fences,
 	   pg_catalog.format('tenure.fence_lock_%s', l.fence_lock)::pg_catalog.regclass AS fence_lock,
-	   l.preferred
+	   l.preferred,
+	   s.holder_role
   FROM tenure.lease l
   LEFT JOIN tenure._lease_state() s ON s.lease OPERATOR(pg_catalog.=) l.name;
 COMMENT ON VIEW tenure.leases IS

@@ -46,6 +46,9 @@ shared_preload_libraries = 'pg_tenure'
 shared_buffers = '256MB'
 max_connections = 100
 tenure.max_leases = $BENCH_MAX_LEASES
+# one database and role hold every tenure of the scale runs
+tenure.role_share = 100
+tenure.database_share = 100
 max_locks_per_transaction = $BENCH_MAX_LOCKS
 synchronous_commit = off
 EOF

@@ -34,6 +34,7 @@
 #include <signal.h>
 
 #include "access/xact.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
@@ -167,9 +168,12 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	bool		exists = true;
 	bool		open_at_shutdown = false;
 	bool		waiting = false;
+	Oid			share_role;
 	TransactionId xid;
 
 	*started = false;
+	/* a superuser's tenures count, but no role share limits them */
+	share_role = superuser() ? InvalidOid : GetUserId();
 	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
@@ -212,8 +216,28 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 		int64		now;
 		long		sleep_ms;
 
-		r = tenure_state_reserve(&key, holder, session_bound, token,
-								 &epoch, busy, &abandoned);
+		r = tenure_state_reserve(&key, holder, session_bound, share_role,
+								 token, &epoch, busy, &abandoned);
+		if (r == TENURE_RESERVE_ROLE_SHARE)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("role \"%s\" holds its share of lease slots",
+							GetUserNameFromId(GetUserId(), false)),
+					 errdetail_plural("A role may hold at most %d tenure at a time (tenure.role_share = %d%% of tenure.max_leases = %d).",
+									  "A role may hold at most %d tenures at a time (tenure.role_share = %d%% of tenure.max_leases = %d).",
+									  busy->share_limit, busy->share_limit,
+									  tenure_role_share, tenure_max_leases),
+					 errhint("Release tenures the role no longer needs, or raise tenure.role_share.")));
+		if (r == TENURE_RESERVE_DATABASE_SHARE)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("database \"%s\" holds its share of lease slots",
+							get_database_name(MyDatabaseId)),
+					 errdetail_plural("A database may hold at most %d tenure at a time (tenure.database_share = %d%% of tenure.max_leases = %d).",
+									  "A database may hold at most %d tenures at a time (tenure.database_share = %d%% of tenure.max_leases = %d).",
+									  busy->share_limit, busy->share_limit,
+									  tenure_database_share, tenure_max_leases),
+					 errhint("Release tenures the database no longer needs, or raise tenure.database_share.")));
 		if (r == TENURE_RESERVE_NO_ENTRY)
 		{
 			/* its slot went to another lease meanwhile */

@@ -134,8 +134,8 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 	for (i = 0; i < count; i++)
 	{
 		TenureLeaseInfo *info = &infos[i];
-		Datum		values[12];
-		bool		nulls[12];
+		Datum		values[13];
+		bool		nulls[13];
 		bool		live = info->live;
 
 		memset(nulls, 0, sizeof(nulls));
@@ -162,6 +162,8 @@ tenure_lease_state(PG_FUNCTION_ARGS)
 		nulls[9] = !live || info->holder_pid == 0;
 		values[10] = BoolGetDatum(info->lock_held);
 		values[11] = Int64GetDatum((int64) info->transitions);
+		values[12] = ObjectIdGetDatum(info->holder_role);
+		nulls[12] = !live || !OidIsValid(info->holder_role);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

@@ -67,6 +67,8 @@ typedef struct TenureKey
 
 /* tenure.c */
 extern int	tenure_max_leases;
+extern int	tenure_role_share;
+extern int	tenure_database_share;
 extern int	tenure_history_per_lease;
 extern int	tenure_claim_timeout;
 extern bool tenure_notify_enabled;
@@ -100,6 +102,7 @@ typedef struct TenureBusy
 	int64		epoch;			/* 0 while the holder is acquiring it */
 	TimestampTz since;
 	int64		until_mono;		/* when the holder's tenure expires */
+	int			share_limit;	/* a share used up: its number of slots */
 } TenureBusy;
 
 /* An acquisition whose reservation was taken over after its ttl. */
@@ -117,7 +120,9 @@ typedef enum TenureReserveResult
 	TENURE_RESERVE_DROPPED,		/* dropped under us */
 	TENURE_RESERVE_BUSY,		/* held or being acquired by someone else */
 	TENURE_RESERVE_RENEWED,		/* the holder's own tenure, renewed */
-	TENURE_RESERVE_RESERVED		/* reserved: wait for the keeper's lock */
+	TENURE_RESERVE_RESERVED,	/* reserved: wait for the keeper's lock */
+	TENURE_RESERVE_ROLE_SHARE,	/* the role has its share of slots */
+	TENURE_RESERVE_DATABASE_SHARE	/* the database has its share */
 } TenureReserveResult;
 
 typedef enum TenureLockAnswer
@@ -235,6 +240,7 @@ typedef struct TenureLeaseInfo
 	int64		expiry_mono;
 	int64		active_mono;
 	int			holder_pid;
+	Oid			holder_role;
 	bool		lock_held;
 	uint64		transitions;
 } TenureLeaseInfo;
@@ -332,7 +338,7 @@ extern bool tenure_state_renew(const TenureKey *key, const char *holder,
 							   Oid allowed_owner, Oid *owner, bool *renewed);
 extern TenureReserveResult tenure_state_reserve(const TenureKey *key,
 												const char *holder,
-												bool session_bound,
+												bool session_bound, Oid role,
 												uint64 token, int64 *epoch,
 												TenureBusy *busy,
 												TenureAbandoned *abandoned);

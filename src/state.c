@@ -129,6 +129,7 @@ typedef struct TenureWaiter
 	TimestampTz start;			/* the backend's MyStartTimestamp */
 	TenureKey	key;
 	char		holder[TENURE_HOLDER_MAX + 1];
+	Oid			role;			/* the role its acquire() counts against */
 	bool		session_bound;	/* what its acquire() asked for */
 	int64		since_mono;
 	bool		handed;			/* a handoff() to it is committing: it
@@ -163,6 +164,9 @@ typedef struct TenureLease
 	int64		epoch;			/* latest published epoch of the lease */
 	int64		pending_epoch;	/* epoch of a PENDING tenure */
 	bool		session_bound;
+	Oid			holder_role;	/* the role that acquired it */
+	bool		share_taken;	/* counted in tenure_shares (holder_role and
+								 * key.dbid) */
 	int			holder_pid;		/* acquiring backend (session-bound or pending) */
 	TimestampTz holder_start;	/* ... and its MyStartTimestamp */
 	uint64		pending_token;	/* identifies the pending acquisition */
@@ -311,6 +315,30 @@ static const char *tenure_end_reason_name(TenureEndReason reason);
 
 static TenureShared *tenure_shared = NULL;
 static HTAB *tenure_leases = NULL;
+
+/*
+ * Shares of the lease slots: how many tenures (PENDING or HELD) each role
+ * and each database has, so that none takes more than its share
+ * (tenure.role_share, tenure.database_share percent of tenure.max_leases).
+ * An entry per role and per database with a tenure; under the LWLock in
+ * exclusive mode, like the entries whose tenures it counts.
+ */
+typedef struct TenureShareKey
+{
+	uint32		kind;			/* TENURE_SHARE_ROLE or _DATABASE */
+	Oid			oid;
+} TenureShareKey;
+
+typedef struct TenureShare
+{
+	TenureShareKey key;
+	int			tenures;
+} TenureShare;
+
+#define TENURE_SHARE_ROLE		1
+#define TENURE_SHARE_DATABASE	2
+
+static HTAB *tenure_shares = NULL;
 static TenureWaiter *tenure_waiters = NULL;
 static TenureListenSlot *tenure_listen_slots = NULL;
 
@@ -396,6 +424,99 @@ tenure_entry_zero(TenureLease *lease)
 	for (i = 0; i < TENURE_FENCED_KINDS; i++)
 		pg_atomic_init_u64(&lease->fenced[i], 0);
 	lease->counters.last_gap_us = -1;
+}
+
+/*
+ * The count of tenures of a role or database; NULL if it has none and
+ * create is false.  With create, never NULL: the table has room for a role
+ * and a database per slot.
+ */
+static TenureShare *
+tenure_share(uint32 kind, Oid oid, bool create)
+{
+	TenureShareKey key;
+	TenureShare *share;
+	bool		found;
+
+	AssertLockedExclusive();
+	memset(&key, 0, sizeof(key));
+	key.kind = kind;
+	key.oid = oid;
+	share = hash_search(tenure_shares, &key, create ? HASH_ENTER_NULL : HASH_FIND,
+						&found);
+	Assert(share != NULL || !create);
+	if (share != NULL && !found)
+		share->tenures = 0;
+	return share;
+}
+
+static void
+tenure_share_add(uint32 kind, Oid oid, int delta)
+{
+	TenureShare *share = tenure_share(kind, oid, delta > 0);
+
+	if (share == NULL)
+		return;
+	share->tenures += delta;
+	Assert(share->tenures >= 0);
+	if (share->tenures <= 0)
+		hash_search(tenure_shares, &share->key, HASH_REMOVE, NULL);
+}
+
+/*
+ * Count the lease's tenure, now PENDING or HELD, for its holder's role and
+ * its database.  Cannot fail.
+ */
+static void
+tenure_share_take(TenureLease *lease)
+{
+	AssertLockedExclusive();
+	Assert(!lease->share_taken);
+	tenure_share_add(TENURE_SHARE_ROLE, lease->holder_role, 1);
+	tenure_share_add(TENURE_SHARE_DATABASE, lease->key.dbid, 1);
+	lease->share_taken = true;
+}
+
+/*
+ * The lease's tenure ended or was given up: count it no more.  Cannot fail.
+ */
+static void
+tenure_share_give(TenureLease *lease)
+{
+	AssertLockedExclusive();
+	if (!lease->share_taken)
+		return;
+	tenure_share_add(TENURE_SHARE_ROLE, lease->holder_role, -1);
+	tenure_share_add(TENURE_SHARE_DATABASE, lease->key.dbid, -1);
+	lease->share_taken = false;
+}
+
+/*
+ * Whether a new tenure of role (InvalidOid: exempt, a superuser) in
+ * database dbid fits in their shares; otherwise the result saying which
+ * share is used up, with *limit set to it.
+ */
+static TenureReserveResult
+tenure_share_check(Oid role, Oid dbid, int *limit)
+{
+	TenureShare *share;
+	int			role_limit = Max(1, (int) ((int64) tenure_max_leases * tenure_role_share / 100));
+	int			db_limit = Max(1, (int) ((int64) tenure_max_leases * tenure_database_share / 100));
+
+	AssertLockedExclusive();
+	share = OidIsValid(role) ? tenure_share(TENURE_SHARE_ROLE, role, false) : NULL;
+	if (share != NULL && share->tenures >= role_limit)
+	{
+		*limit = role_limit;
+		return TENURE_RESERVE_ROLE_SHARE;
+	}
+	share = tenure_share(TENURE_SHARE_DATABASE, dbid, false);
+	if (share != NULL && share->tenures >= db_limit)
+	{
+		*limit = db_limit;
+		return TENURE_RESERVE_DATABASE_SHARE;
+	}
+	return TENURE_RESERVE_RESERVED;
 }
 
 /*
@@ -578,6 +699,8 @@ tenure_shmem_size(void)
 	size = MAXALIGN(sizeof(TenureShared));
 	size = add_size(size, hash_estimate_size(tenure_max_leases,
 											 sizeof(TenureLease)));
+	size = add_size(size, hash_estimate_size(mul_size(tenure_max_leases, 2),
+											 sizeof(TenureShare)));
 	size = add_size(size, mul_size(MaxBackends, sizeof(TenureWaiter)));
 	size = add_size(size, mul_size(MaxBackends, sizeof(TenureListenSlot)));
 	return size;
@@ -594,6 +717,7 @@ tenure_shmem_init(void)
 
 	tenure_shared = NULL;
 	tenure_leases = NULL;
+	tenure_shares = NULL;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 
@@ -618,6 +742,15 @@ tenure_shmem_init(void)
 	info.entrysize = sizeof(TenureLease);
 	tenure_leases = ShmemInitHash("pg_tenure leases",
 								  tenure_max_leases, tenure_max_leases,
+								  &info,
+								  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+
+	/* a tenure counts for one role and one database */
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(TenureShareKey);
+	info.entrysize = sizeof(TenureShare);
+	tenure_shares = ShmemInitHash("pg_tenure shares",
+								  tenure_max_leases * 2, tenure_max_leases * 2,
 								  &info,
 								  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 
@@ -1065,6 +1198,7 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 			t->prev_reason = reason;
 		}
 	}
+	tenure_share_give(lease);
 	lease->state = TENURE_FREE;
 	lease->holder[0] = '\0';
 	lease->session_bound = false;
@@ -1087,6 +1221,7 @@ tenure_unreserve(TenureLease *lease)
 	AssertLockedExclusive();
 	Assert(lease->state == TENURE_PENDING);
 
+	tenure_share_give(lease);
 	lease->state = TENURE_FREE;
 	lease->holder[0] = '\0';
 	lease->session_bound = false;
@@ -1332,6 +1467,7 @@ tenure_state_waiting(const TenureKey *key, const char *holder,
 
 		w->key = *key;
 		strlcpy(w->holder, holder, sizeof(w->holder));
+		w->role = GetUserId();
 		w->session_bound = session_bound;
 		w->start = MyStartTimestamp;
 		w->since_mono = tenure_mono_now();
@@ -1542,6 +1678,8 @@ tenure_state_publish_handoff(const TenureKey *key, int64 epoch)
 	lease->state = TENURE_HELD;
 	strlcpy(lease->holder, w->holder, sizeof(lease->holder));
 	lease->session_bound = w->session_bound;
+	lease->holder_role = w->role;
+	tenure_share_take(lease);
 	lease->holder_pid = w->pid;
 	lease->holder_start = w->start;
 	lease->committing = false;
@@ -1809,6 +1947,7 @@ tenure_info_of(const TenureLease *lease, int64 now, TenureLeaseInfo *info)
 	info->live = lease->state == TENURE_HELD && now < info->expiry_mono;
 	info->active_mono = lease->active_mono;
 	info->holder_pid = lease->holder_pid;
+	info->holder_role = lease->state != TENURE_FREE ? lease->holder_role : InvalidOid;
 	info->lock_held = lease->lock_held;
 	info->transitions = lease->transitions;
 }
@@ -1929,6 +2068,8 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 
 		if (found && lease->state == TENURE_HELD)
 			tenure_end(lease, TENURE_END_DROPPED, now);
+		if (found)
+			tenure_share_give(lease);
 		if (lock_held)
 			held_tag = lease->held_tag;
 		/* keep lock_held and held_tag: they belong to the keeper */
@@ -2010,13 +2151,15 @@ tenure_state_renew(const TenureKey *key, const char *holder,
 
 /*
  * Try to reserve the lease for a new tenure of holder, or renew holder's
- * own.  See TenureReserveResult.  An expired tenure is ended on the way;
+ * own.  See TenureReserveResult.  A new tenure counts against the share
+ * of role (InvalidOid: a superuser, exempt from the role share) and of the
+ * lease's database; busy->share_limit says the share that is used up.  An expired tenure is ended on the way;
  * a reservation of another backend that outlived its ttl is taken over,
  * and *abandoned then says whose it was.
  */
 TenureReserveResult
 tenure_state_reserve(const TenureKey *key, const char *holder,
-					 bool session_bound, uint64 token, int64 *epoch,
+					 bool session_bound, Oid role, uint64 token, int64 *epoch,
 					 TenureBusy *busy, TenureAbandoned *abandoned)
 {
 	TenureLease *lease;
@@ -2092,11 +2235,18 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 			result = TENURE_RESERVE_BUSY;
 		}
 	}
+	else if ((result = tenure_share_check(role, key->dbid,
+										  &busy->share_limit)) != TENURE_RESERVE_RESERVED)
+	{
+		/* result says which share is used up */
+	}
 	else
 	{
 		lease->state = TENURE_PENDING;
 		strlcpy(lease->holder, holder, sizeof(lease->holder));
 		lease->session_bound = session_bound;
+		lease->holder_role = OidIsValid(role) ? role : GetUserId();
+		tenure_share_take(lease);
 		lease->holder_pid = MyProcPid;
 		lease->holder_start = MyStartTimestamp;
 		lease->pending_token = token;

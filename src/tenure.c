@@ -31,6 +31,8 @@ PG_MODULE_MAGIC;
 
 /* settings */
 int			tenure_max_leases = 1024;
+int			tenure_role_share = 50;
+int			tenure_database_share = 75;
 int			tenure_history_per_lease = 1000;
 bool		tenure_notify_enabled = true;
 bool		tenure_log_transitions = true;
@@ -143,6 +145,28 @@ _PG_init(void)
 							16,
 							1000000,
 							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tenure.role_share",
+							"Percentage of tenure.max_leases that the tenures of one role may take.",
+							"Superusers' tenures count toward their database's share, but no role share limits them.",
+							&tenure_role_share,
+							50,
+							1,
+							100,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tenure.database_share",
+							"Percentage of tenure.max_leases that the tenures of one database may take.",
+							NULL,
+							&tenure_database_share,
+							75,
+							1,
+							100,
+							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
 

@@ -63,6 +63,8 @@ LEASES = {}
 TIGHT_LEASES = 20
 TIGHT_CONF = """
 tenure.max_leases = 16
+tenure.role_share = 100
+tenure.database_share = 100
 tenure.history_per_lease = 3
 """
 

@@ -18,7 +18,8 @@ use TenureTest;
 #
 # (a) tenure.max_leases = 16 (the minimum)
 #
-my $node = tenure_node('limits', conf => "tenure.max_leases = 16\n");
+my $node = tenure_node('limits',
+	conf => "tenure.max_leases = 16\ntenure.role_share = 100\ntenure.database_share = 100\n");
 is($node->safe_psql('postgres', 'SHOW tenure.max_leases'),
 	'16', 'tenure.max_leases is 16');
 
@@ -128,6 +129,8 @@ $bare->stop;
 my $small = tenure_node(
 	'small_lock_table', conf => q{
 tenure.max_leases = 20000
+tenure.role_share = 100
+tenure.database_share = 100
 max_locks_per_transaction = 10
 max_connections = 10
 max_worker_processes = 2

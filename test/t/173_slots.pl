@@ -23,7 +23,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use TenureTest;
 
-my $node = tenure_node('slots', conf => "tenure.max_leases = 16\n");
+my $node = tenure_node('slots',
+	conf => "tenure.max_leases = 16\ntenure.role_share = 100\ntenure.database_share = 100\n");
 
 #
 # (a) 20 databases, each holding a lease when it is dropped
