@@ -16,7 +16,10 @@
  *    txn.c before it is made, so that an abort always gives it back.
  *    While someone else holds the lease, it sleeps on the lease table's
  *    condition variable until the holder's tenure ends or expires, or the
- *    wait is over.
+ *    wait is over.  Another backend's reservation that outlived its ttl
+ *    is taken over, after its transaction ended if it issued its epoch
+ *    (tenure_end_abandoned(): it terminates that backend where
+ *    pg_terminate_backend() would let the caller, or fails at once).
  * 3. The keeper takes the lease's advisory lock (keeper.c); the backend
  *    waits for its answer.  A foreign session holding the lock_key ends
  *    the attempt, the reservation given back.
@@ -35,9 +38,11 @@
 
 #include "access/xact.h"
 #include "commands/dbcommands.h"
+#include "catalog/pg_authid.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
+#include "utils/acl.h"
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
@@ -77,72 +82,151 @@ tenure_wait_for_lock(const TenureKey *key, uint64 token, TenureBusy *busy)
 }
 
 /*
- * Make sure the transaction of an acquisition we took over (its reservation
- * outlived its ttl) has ended, before we issue our epoch.
+ * Whether the current user may terminate the backend of proc, by the rules
+ * of pg_terminate_backend() (PostgreSQL's pg_signal_backend(), which is
+ * static): a backend that belongs to a superuser or advertises no role
+ * only if the current user is a superuser (but see
+ * tenure_signal_exception_role()), any other if the current user has the
+ * privileges of its role or of pg_signal_backend.  The current user is
+ * GetUserId(), as pg_terminate_backend() called in its place would see it:
+ * the owner of a SECURITY DEFINER function that calls acquire, the role
+ * of SET ROLE.  *needed is the predefined role whose privileges were
+ * missing for TENURE_TERMINATE_EXCEPTION.
+ */
+typedef enum TenureTerminateRight
+{
+	TENURE_TERMINATE_ALLOWED,
+	TENURE_TERMINATE_SUPERUSER, /* a superuser's or roleless backend */
+	TENURE_TERMINATE_EXCEPTION, /* ... that a predefined role may signal */
+	TENURE_TERMINATE_ROLE		/* another role's backend */
+} TenureTerminateRight;
+
+static TenureTerminateRight
+tenure_may_terminate(PGPROC *proc, Oid *needed)
+{
+	Oid			role = proc->roleId;
+
+	*needed = InvalidOid;
+	if (!OidIsValid(role) || superuser_arg(role))
+	{
+		*needed = tenure_signal_exception_role(proc);
+		if (OidIsValid(*needed))
+			return has_privs_of_role(GetUserId(), *needed) ?
+				TENURE_TERMINATE_ALLOWED : TENURE_TERMINATE_EXCEPTION;
+		return superuser() ? TENURE_TERMINATE_ALLOWED : TENURE_TERMINATE_SUPERUSER;
+	}
+	if (has_privs_of_role(GetUserId(), role) ||
+		has_privs_of_role(GetUserId(), ROLE_PG_SIGNAL_BACKEND))
+		return TENURE_TERMINATE_ALLOWED;
+	return TENURE_TERMINATE_ROLE;
+}
+
+/*
+ * Where tenure_end_abandoned() is with the transaction it is ending.
+ */
+typedef struct TenureEnding
+{
+	TransactionId xid;			/* signalled (or found gone), if valid */
+	int64		deadline;		/* it must have ended by then */
+} TenureEnding;
+
+/*
+ * Another backend's acquisition of the lease outlived its ttl after it
+ * had issued its epoch (tenure_state_reserve() said so).  Returns its
+ * token once its transaction has ended: the caller may then take its
+ * reservation over.  Until then returns 0 after a short sleep, and the
+ * caller looks again.
  *
  * That transaction issued its epoch with an UPDATE of the lease's row in
  * tenure.lease and holds the row lock until it ends; our own UPDATE of the
  * row would wait for it, and a client idle in its transaction may never
- * end it: the lease would be ours in shared memory, yet nobody could issue
- * an epoch until that client came back.  Nothing short of ending the
- * transaction frees the row (the epoch counter lives in it), and
- * PostgreSQL cannot abort another session's transaction while that
- * session is idle.  So its backend is terminated, as pg_terminate_backend()
- * does: the transaction could not commit anyway (its PRE_COMMIT check
- * fails), so only its session is lost.  Like pg_terminate_backend(), only
- * a superuser terminates a superuser's backend.  If we may not, or the
+ * end it.  Nothing short of ending the transaction frees the row (the
+ * epoch counter lives in it), and PostgreSQL cannot abort another
+ * session's transaction while that session is idle.  So its backend is
+ * terminated, as pg_terminate_backend() would terminate it for the current
+ * user, and only where it would (tenure_may_terminate()): the transaction
+ * could not commit anyway (its PRE_COMMIT check fails), so only its
+ * session is lost.  Where the current user may not, we fail at once with
+ * 55P03 naming the backend, whether or not the call was to wait; if the
  * transaction does not end within TENURE_KEEPER_WAIT_US, we fail with
- * 55P03 and our reservation is given back.  Its history rows are freed
- * with it, so the history statements that follow never wait for it.
+ * 55P03 too.  Either way the expired reservation stays as it is: every
+ * later acquirer finds it again and decides for itself, and none of them
+ * ever waits for the row lock.  Its history rows are freed with it, so
+ * the history statements that follow never wait for it.
  */
-static void
-tenure_end_abandoned(const char *name, const TenureAbandoned *abandoned)
+static uint64
+tenure_end_abandoned(const char *name, const TenureAbandoned *abandoned,
+					 TenureEnding *ending)
 {
-	int64		deadline = tenure_mono_now() + TENURE_KEEPER_WAIT_US;
-	bool		signalled = false;
+	if (!TransactionIdIsInProgress(abandoned->xid))
+		return abandoned->token;
 
-	if (!TransactionIdIsValid(abandoned->xid))
-		return;					/* it had issued nothing: nothing is locked */
-
-	while (TransactionIdIsInProgress(abandoned->xid))
+	if (ending->xid != abandoned->xid)
 	{
-		if (!signalled)
-		{
-			PGPROC	   *proc = BackendPidGetProc(abandoned->pid);
+		PGPROC	   *proc = BackendPidGetProc(abandoned->pid);
+		Oid			needed;
 
-			if (proc != NULL && proc->xid == abandoned->xid)
+		ending->xid = abandoned->xid;
+		ending->deadline = tenure_mono_now() + TENURE_KEEPER_WAIT_US;
+		/* not found: its backend is exiting, which ends the transaction */
+		if (proc != NULL && proc->xid == abandoned->xid)
+		{
+			switch (tenure_may_terminate(proc, &needed))
 			{
-				if (superuser_arg(proc->roleId) && !superuser())
+				case TENURE_TERMINATE_ALLOWED:
+					break;
+				case TENURE_TERMINATE_SUPERUSER:
 					ereport(ERROR,
 							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-							 errmsg("lease \"%s\" is locked by an expired acquisition", name),
-							 errdetail("The transaction of superuser backend %d acquired the lease and has neither committed nor rolled back.",
-									   abandoned->pid),
+							 errmsg("lease \"%s\" is locked by an expired acquisition of backend %d",
+									name, abandoned->pid),
+							 errdetail("Its transaction has neither committed nor rolled back. Only roles with the %s attribute may terminate backends of roles with the %s attribute.",
+									   "SUPERUSER", "SUPERUSER"),
 							 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
-				ereport(LOG,
-						(errmsg("terminating backend %d for an expired acquisition of lease \"%s\"",
-								abandoned->pid, name),
-						 errdetail("Its transaction did not commit within the lease's ttl and holds the lease's row lock, which the new holder needs.")));
-#ifdef HAVE_SETSID
-				(void) kill(-abandoned->pid, SIGTERM);
-#else
-				(void) kill(abandoned->pid, SIGTERM);
-#endif
+					break;
+				case TENURE_TERMINATE_EXCEPTION:
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("lease \"%s\" is locked by an expired acquisition of backend %d",
+									name, abandoned->pid),
+							 errdetail("Its transaction has neither committed nor rolled back. Only roles with privileges of the \"%s\" role may terminate that backend.",
+									   GetUserNameFromId(needed, false)),
+							 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
+					break;
+				case TENURE_TERMINATE_ROLE:
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("lease \"%s\" is locked by an expired acquisition of backend %d",
+									name, abandoned->pid),
+							 errdetail("Its transaction has neither committed nor rolled back. Only roles with privileges of the role of that backend or of the \"%s\" role may terminate it.",
+									   "pg_signal_backend"),
+							 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
+					break;
 			}
-			signalled = true;
+			ereport(LOG,
+					(errmsg("terminating backend %d for an expired acquisition of lease \"%s\"",
+							abandoned->pid, name),
+					 errdetail("Its transaction did not commit within the lease's ttl and holds the lease's row lock, which the new holder needs.")));
+#ifdef HAVE_SETSID
+			(void) kill(-abandoned->pid, SIGTERM);
+#else
+			(void) kill(abandoned->pid, SIGTERM);
+#endif
 		}
-		if (tenure_mono_now() >= deadline)
-			ereport(ERROR,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("lease \"%s\" is locked by an expired acquisition", name),
-					 errdetail("The transaction of backend %d acquired the lease and has not ended.",
-							   abandoned->pid),
-					 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10L, TENURE_WAIT_EVENT);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
 	}
+	else if (tenure_mono_now() >= ending->deadline)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("lease \"%s\" is locked by an expired acquisition of backend %d",
+						name, abandoned->pid),
+				 errdetail("Its transaction has not ended within %d seconds.",
+						   (int) (TENURE_KEEPER_WAIT_US / USECS_PER_SEC)),
+				 errhint("End that transaction, or set idle_in_transaction_session_timeout.")));
+
+	/* its end gives the reservation back, which wakes us */
+	(void) tenure_state_wait(10L);
+	CHECK_FOR_INTERRUPTS();
+	return 0;
 }
 
 /*
@@ -160,6 +244,8 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	TenureRow	latest;
 	TenureKey	key;
 	TenureAbandoned abandoned;
+	TenureEnding ending;
+	uint64		takeover = 0;
 	int64		epoch = 0;
 	int64		deadline;
 	uint64		token = ((uint64) MyProcPid << 32) | (uint32) ++tenure_next_token;
@@ -199,7 +285,7 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 
 	/* remembered before reserving, so that an abort always gives it back */
 	tenure_txn_remember(TENURE_ACT_ACQUIRE, &key, 0, token);
-	memset(&abandoned, 0, sizeof(abandoned));
+	memset(&ending, 0, sizeof(ending));
 
 	/*
 	 * Be on the condition variable's wait list before looking at the lease,
@@ -217,7 +303,7 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 		long		sleep_ms;
 
 		r = tenure_state_reserve(&key, holder, session_bound, share_role,
-								 token, &epoch, busy, &abandoned);
+								 token, takeover, &epoch, busy, &abandoned);
 		if (r == TENURE_RESERVE_ROLE_SHARE)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -251,6 +337,12 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("lease \"%s\" does not exist", name),
 					 errhint("Create it with tenure.create_lease().")));
+		}
+		if (r == TENURE_RESERVE_ABANDONED)
+		{
+			/* an expired acquisition holds the row lock: end it first */
+			takeover = tenure_end_abandoned(name, &abandoned, &ending);
+			continue;
 		}
 		if (r == TENURE_RESERVE_RENEWED)
 			break;
@@ -300,15 +392,14 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 		(void) tenure_state_wait(sleep_ms);
 		CHECK_FOR_INTERRUPTS();
 	}
-	if (wait_us > 0)
-		tenure_state_cancel_wait();
+	/* (tenure_end_abandoned may have slept on it even if we did not wait) */
+	tenure_state_cancel_wait();
 	if (waiting)
 		tenure_state_waiting(NULL, NULL, false);
 	if (!reserved)
 		return epoch;			/* the renewed tenure's, or 0 */
 
 	/* reserved, and the keeper holds the lock: issue the epoch */
-	tenure_end_abandoned(name, &abandoned);
 	tenure_spi_begin(&spi);
 	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key));
 

@@ -68,6 +68,23 @@ tenure_at_sets_expression(AlterTableType subtype)
 #define TENURE_MY_SLOT() ((int) MyBackendId - 1)
 #endif
 
+/*
+ * pg_signal_backend() lets only superusers signal a backend that belongs
+ * to a superuser or advertises no role, with one exception since 18:
+ * roles with the privileges of pg_signal_autovacuum_worker may signal
+ * autovacuum workers.  tenure_signal_exception_role(proc) is that role for
+ * such a backend, or InvalidOid (acquire.c, tenure_may_terminate()).
+ */
+#if PG_VERSION_NUM >= 180000
+#include "catalog/pg_authid.h"
+#include "utils/backend_status.h"
+#define tenure_signal_exception_role(proc) \
+	(pgstat_get_backend_type_by_proc_number(GetNumberFromPGProc(proc)) == \
+	 B_AUTOVAC_WORKER ? ROLE_PG_SIGNAL_AUTOVACUUM_WORKER : InvalidOid)
+#else
+#define tenure_signal_exception_role(proc) ((void) (proc), InvalidOid)
+#endif
+
 /* Named wait events for extensions appeared in 17. */
 #include "utils/wait_event.h"
 #define TENURE_WAIT_EVENT PG_WAIT_EXTENSION

@@ -105,12 +105,16 @@ typedef struct TenureBusy
 	int			share_limit;	/* a share used up: its number of slots */
 } TenureBusy;
 
-/* An acquisition whose reservation was taken over after its ttl. */
+/*
+ * Another backend's acquisition that outlived its ttl after issuing its
+ * epoch: its transaction holds the lease's row lock, and its reservation
+ * is taken over only once that transaction has ended (acquire.c).
+ */
 typedef struct TenureAbandoned
 {
-	int			pid;			/* its backend, 0 if none */
-	TimestampTz start;			/* ... and that backend's start */
-	TransactionId xid;			/* its transaction, if it issued an epoch */
+	int			pid;			/* its backend */
+	TransactionId xid;			/* its transaction */
+	uint64		token;			/* its reservation */
 } TenureAbandoned;
 
 typedef enum TenureReserveResult
@@ -122,7 +126,9 @@ typedef enum TenureReserveResult
 	TENURE_RESERVE_RENEWED,		/* the holder's own tenure, renewed */
 	TENURE_RESERVE_RESERVED,	/* reserved: wait for the keeper's lock */
 	TENURE_RESERVE_ROLE_SHARE,	/* the role has its share of slots */
-	TENURE_RESERVE_DATABASE_SHARE	/* the database has its share */
+	TENURE_RESERVE_DATABASE_SHARE,	/* the database has its share */
+	TENURE_RESERVE_ABANDONED	/* an expired acquisition's transaction must
+								 * end first (see TenureAbandoned) */
 } TenureReserveResult;
 
 typedef enum TenureLockAnswer
@@ -339,7 +345,8 @@ extern bool tenure_state_renew(const TenureKey *key, const char *holder,
 extern TenureReserveResult tenure_state_reserve(const TenureKey *key,
 												const char *holder,
 												bool session_bound, Oid role,
-												uint64 token, int64 *epoch,
+												uint64 token, uint64 takeover,
+												int64 *epoch,
 												TenureBusy *busy,
 												TenureAbandoned *abandoned);
 extern TenureLockAnswer tenure_state_lock_answer(const TenureKey *key,

@@ -74,8 +74,12 @@
  * is "committing": its transaction passed the PRE_COMMIT check (txn.c),
  * which sets the flag under the LWLock exclusive after checking the
  * expiry (tenure_state_commit_reservation), so a reservation is either
- * taken over or allowed to commit, never both.  Every way a reservation
- * ends without becoming a tenure goes through tenure_unreserve().
+ * taken over or allowed to commit, never both.  A reservation that issued
+ * its epoch (pending_xid) is taken over only once its transaction has
+ * ended, which the taker checks outside the lock (acquire.c,
+ * tenure_end_abandoned()); until then it stays as it is.  Every way a
+ * reservation ends without becoming a tenure goes through
+ * tenure_unreserve().
  *
  * keeper_latch may be read without the lock to set it: latches live in
  * shared memory, so setting a stale one (the keeper just exited) is
@@ -2151,16 +2155,20 @@ tenure_state_renew(const TenureKey *key, const char *holder,
 
 /*
  * Try to reserve the lease for a new tenure of holder, or renew holder's
- * own.  See TenureReserveResult.  A new tenure counts against the share
- * of role (InvalidOid: a superuser, exempt from the role share) and of the
- * lease's database; busy->share_limit says the share that is used up.  An expired tenure is ended on the way;
- * a reservation of another backend that outlived its ttl is taken over,
- * and *abandoned then says whose it was.
+ * own.  See TenureReserveResult.  An expired tenure is ended on the way.
+ * A reservation of another backend that outlived its ttl is taken over if
+ * it issued no epoch (it locks nothing), or if it is the one with the
+ * token takeover, whose transaction the caller saw end; otherwise the
+ * result is TENURE_RESERVE_ABANDONED, *abandoned says whose it is, and
+ * nothing changes.  A new tenure counts against the share of role
+ * (InvalidOid: a superuser, exempt from the role share) and of the lease's
+ * database; busy->share_limit then says the share that is used up.
  */
 TenureReserveResult
 tenure_state_reserve(const TenureKey *key, const char *holder,
-					 bool session_bound, Oid role, uint64 token, int64 *epoch,
-					 TenureBusy *busy, TenureAbandoned *abandoned)
+					 bool session_bound, Oid role, uint64 token,
+					 uint64 takeover, int64 *epoch, TenureBusy *busy,
+					 TenureAbandoned *abandoned)
 {
 	TenureLease *lease;
 	int64		now = tenure_mono_now();
@@ -2201,10 +2209,21 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		/*
 		 * Another backend's acquisition outlived its ttl without
 		 * committing: it is void, and its COMMIT will fail at PRE_COMMIT.
+		 * If it issued its epoch, its transaction holds the lease's row
+		 * lock, which our own issue would wait for: the caller makes sure
+		 * that transaction has ended before it takes the reservation over.
 		 */
-		abandoned->pid = lease->holder_pid;
-		abandoned->start = lease->holder_start;
-		abandoned->xid = lease->pending_xid;
+		if (TransactionIdIsValid(lease->pending_xid) &&
+			lease->pending_token != takeover)
+		{
+			abandoned->pid = lease->holder_pid;
+			abandoned->xid = lease->pending_xid;
+			abandoned->token = lease->pending_token;
+			LWLockRelease(tenure_shared->lock);
+			if (ended)
+				tenure_changed(false);
+			return TENURE_RESERVE_ABANDONED;
+		}
 		tenure_unreserve(lease);
 	}
 

@@ -14,6 +14,18 @@
 # (c) The history rows an open acquisition locks (closing the tenures a
 #     crash left open, of every lease) do not hold up acquirers of other
 #     leases.
+# (d) The take-over terminates the abandoned backend only where
+#     pg_terminate_backend, called by the current user of the acquire call,
+#     would: Mallory's SECURITY DEFINER trigger acquires her lease inside
+#     Bob's transaction, which stays idle; Mallory may not terminate Bob,
+#     so each of her acquisitions fails at once with 55P03 naming his
+#     backend, and Bob's session lives on.
+# (e) A member of the abandoned backend's role, or of pg_signal_backend,
+#     takes the lease over as in (b).
+# (f) A superuser's abandoned acquisition: every call of a non-superuser,
+#     not only the first, fails at once with 55P03; none waits for the
+#     lease's row lock.  (statement_timeout bounds every call that must not
+#     wait, so that a regression fails instead of hanging.)
 #
 # Only outcomes and messages are asserted, never how long anything took.
 
@@ -155,5 +167,197 @@ is( $node->safe_psql(
 		  . " ORDER BY lease, epoch) FROM tenure.history WHERE lease IN ('x', 'y')"),
 	'x:old:server restart,x:a:open,y:old:server restart,y:b:open',
 	'history: the tenures the crash left open are closed, the new ones open');
+
+#
+# (d) Mallory may not terminate Bob's backend
+#
+$node->safe_psql(
+	'postgres', q{
+	CREATE ROLE mallory LOGIN;
+	CREATE ROLE bob LOGIN;
+	GRANT EXECUTE ON FUNCTION
+	  tenure.create_lease(text, interval, interval, bigint, text) TO mallory;
+	CREATE SCHEMA mallory AUTHORIZATION mallory;
+	SET ROLE mallory;
+	SELECT tenure.create_lease('m', ttl => '1 s', holdoff => '0');
+	CREATE TABLE mallory.t (x int);
+	CREATE FUNCTION mallory.trap() RETURNS trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+	BEGIN
+		PERFORM tenure.acquire('m', 'mallory');
+		RETURN NEW;
+	END
+	$$;
+	CREATE TRIGGER trap BEFORE INSERT ON mallory.t
+	  FOR EACH ROW EXECUTE FUNCTION mallory.trap();
+	GRANT USAGE ON SCHEMA mallory TO bob;
+	GRANT INSERT ON mallory.t TO bob;
+});
+
+# Wait until the server's clock is well past the ttl of lease m, counted
+# from $at (a clock_timestamp() taken after the acquisition).
+sub wait_past_ttl
+{
+	my ($at) = @_;
+	return wait_until(
+		"the ttl of m to pass",
+		sub {
+			$node->safe_psql('postgres',
+				"SELECT clock_timestamp() > '$at'::timestamptz + interval '1.5 s'"
+			) eq 't';
+		});
+}
+
+# Bob inserts into Mallory's table: her trigger acquires m inside his
+# transaction, which then stays idle past m's ttl.  Returns his session
+# and its pid.
+sub bob_abandons
+{
+	my $bob = $node->background_psql(
+		'postgres',
+		on_error_stop => 0,
+		extra_params => [ '-U', 'bob' ]);
+	$bob->query_safe('\set VERBOSITY verbose');
+	my $pid = $bob->query_safe('SELECT pg_backend_pid();');
+	my $at = $bob->query_safe(
+		"BEGIN; INSERT INTO mallory.t VALUES (1); SELECT clock_timestamp();");
+	is( $node->safe_psql(
+			'postgres',
+			"SELECT state FROM tenure._lease_state() WHERE lease = 'm'"),
+		'pending',
+		"Bob's transaction (backend $pid) is acquiring m for Mallory");
+	wait_past_ttl($at);
+	return ($bob, $pid);
+}
+
+# Runs $sql as Mallory; returns psql's stderr.
+sub as_mallory
+{
+	my ($sql) = @_;
+	my ($ret, $out, $err) = $node->psql(
+		'postgres',
+		"SET statement_timeout = '5 s';\n\\set VERBOSITY verbose\n$sql",
+		on_error_stop => 0,
+		extra_params => [ '-U', 'mallory' ]);
+	return ($out, $err);
+}
+
+my ($bob, $bob_pid) = bob_abandons();
+$log_offset = -s $node->logfile;
+
+(undef, $err) = as_mallory("SELECT pg_terminate_backend($bob_pid);");
+like(
+	$err,
+	qr/ERROR:  42501: /,
+	'pg_terminate_backend of Bob is refused to Mallory');
+
+(undef, $err) = as_mallory(
+	qq{SELECT tenure.acquire('m', 'mallory', wait => '0');
+SELECT tenure.acquire('m', 'mallory', wait => '10 s');
+SELECT tenure.acquire_or_error('m', 'mallory');});
+my @refused = ($err =~
+	  /ERROR:  55P03: lease "m" is locked by an expired acquisition of backend $bob_pid\n/g
+);
+is(scalar(@refused), 3,
+	'each of Mallory\'s acquisitions fails at once with 55P03 naming Bob\'s backend'
+) or diag($err);
+like(
+	$err,
+	qr/DETAIL:  Its transaction has neither committed nor rolled back\. Only roles with privileges of the role of that backend or of the "pg_signal_backend" role may terminate it\./,
+	'the detail says who may terminate it');
+unlike($err, qr/57014/, 'none of them waited for the statement timeout');
+
+# the current user counts, as for pg_terminate_backend: a superuser's
+# session acting as Mallory is refused too
+($ret, $out, $err) = $node->psql(
+	'postgres',
+	"SET ROLE mallory;\nSET statement_timeout = '5 s';\n"
+	  . "SELECT tenure.acquire('m', 'mallory', wait => '0');",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like(
+	$err,
+	qr/ERROR:  55P03: lease "m" is locked by an expired acquisition of backend $bob_pid\n/,
+	'a superuser\'s session after SET ROLE mallory is refused too');
+
+ok( !$node->log_contains(qr/terminating backend $bob_pid/, $log_offset),
+	'nobody terminated Bob\'s backend');
+is($bob->query_safe('SELECT 1;'), '1', 'Bob\'s session lives on');
+$bob->query('COMMIT;');
+like(
+	$bob->{stderr},
+	qr/ERROR:  TN001: acquisition of lease "m" expired before its transaction committed/,
+	'Bob\'s COMMIT fails with TN001, his acquisition having expired');
+$bob->quit;
+($out, $err) = as_mallory(
+	"SELECT tenure.acquire('m', 'mallory', wait => '0') IS NOT NULL;\n"
+	  . "SELECT tenure.release('m', 'mallory');");
+is($out, "t\nt", 'Bob\'s transaction ended: Mallory acquires m and releases it')
+  or diag($err);
+
+#
+# (e) a member of Bob's role, or of pg_signal_backend, takes the lease over
+#
+foreach my $grant ('bob', 'pg_signal_backend')
+{
+	$node->safe_psql('postgres', "GRANT $grant TO mallory");
+	($bob, $bob_pid) = bob_abandons();
+	$log_offset = -s $node->logfile;
+	($out, $err) = as_mallory(
+		"SELECT tenure.acquire('m', 'mallory', wait => '0') IS NOT NULL;");
+	is($out, 't',
+		"a member of $grant takes the lease over from Bob's expired acquisition"
+	) or diag($err);
+	ok( $node->log_contains(
+			qr/terminating backend $bob_pid for an expired acquisition of lease "m"/,
+			$log_offset),
+		"and terminates Bob's backend, as pg_terminate_backend would let her");
+	ok( $node->poll_query_until(
+			'postgres',
+			"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $bob_pid)"
+		),
+		'Bob\'s session is gone');
+	eval { $bob->quit; };
+	($out, $err) = as_mallory("SELECT tenure.release('m', 'mallory');");
+	is($out, 't', 'Mallory releases m') or diag($err);
+	$node->safe_psql('postgres', "REVOKE $grant FROM mallory")
+	  unless $grant eq 'pg_signal_backend';
+}
+
+#
+# (f) a superuser's abandoned acquisition: Mallory (a member of
+#     pg_signal_backend since (e)) is refused at every call, at once
+#
+my $root = $node->background_psql('postgres', on_error_stop => 0);
+my $root_pid = $root->query_safe('SELECT pg_backend_pid();');
+my $root_at = $root->query_safe(
+	"BEGIN; SELECT tenure.acquire('m', 'root') IS NOT NULL; SELECT clock_timestamp();"
+);
+like($root_at, qr/^t\n/,
+	'a superuser\'s transaction acquires m and stays idle');
+$root_at =~ s/^t\n//;
+wait_past_ttl($root_at);
+
+(undef, $err) = as_mallory(join("\n",
+		("SELECT tenure.acquire('m', 'mallory', wait => '0');") x 3,
+		("SELECT tenure.acquire_or_error('m', 'mallory');") x 3));
+@refused = ($err =~
+	  /ERROR:  55P03: lease "m" is locked by an expired acquisition of backend $root_pid\n/g
+);
+is(scalar(@refused), 6,
+	'all six acquire(wait => 0) and acquire_or_error calls fail at once with 55P03'
+) or diag($err);
+like(
+	$err,
+	qr/DETAIL:  Its transaction has neither committed nor rolled back\. Only roles with the SUPERUSER attribute may terminate backends of roles with the SUPERUSER attribute\./,
+	'the detail says only a superuser may terminate it');
+unlike($err, qr/57014/, 'none of them waited for the lease\'s row lock');
+is($root->query_safe('SELECT 1;'), '1', 'the superuser\'s session lives on');
+$root->query_safe('ROLLBACK;');
+$root->quit;
+($out, $err) = as_mallory(
+	"SELECT tenure.acquire('m', 'mallory', wait => '0') IS NOT NULL;");
+is($out, 't',
+	'once the superuser\'s transaction ended, Mallory acquires m at once')
+  or diag($err);
 
 done_testing();
