@@ -2,7 +2,8 @@
 -- Epochs of leases restored from another cluster's dump: the first epoch
 -- imports the row (base := its epoch, issued_sysid := ours), later ones
 -- continue above it, a lease dropped and created again keeps its base,
--- and epochs that cannot be represented fail with SQLSTATE 54000.
+-- epochs that cannot be represented fail with SQLSTATE 54000, and an
+-- epoch clock that went back below an epoch issued here with 55000.
 -- (Epochs between 2^50 and 2^60 show as E<rank>: see test/mask_epochs.)
 --
 SET client_min_messages = warning;
@@ -70,16 +71,28 @@ UPDATE tenure.lease SET epoch = 9223372036854775000, issued_sysid = 42
  WHERE name = 'imp_max';
 SELECT tenure.acquire('imp_max', 'a');
 \echo :LAST_ERROR_SQLSTATE
--- issued here: epoch + 1 up to the largest bigint, then refused
-UPDATE tenure.lease SET issued_sysid = :sysid WHERE name = 'imp_max';
+-- the same row, but issued here: this cluster never issues an epoch above
+-- base + its clock, so its clock went back (pg_resetwal after WAL was lost,
+-- an older copy of the data directory started by crash recovery), and no
+-- epoch is issued until the base is raised (55000)
+UPDATE tenure.lease SET issued_sysid = :sysid, issued_tli = 1 WHERE name = 'imp_max';
 SELECT tenure.acquire('imp_max', 'a');
-SELECT tenure.release('imp_max', 'a');
-UPDATE tenure.lease SET epoch = 9223372036854775807 WHERE name = 'imp_max';
-SELECT tenure.acquire('imp_max', 'b');
 \echo :LAST_ERROR_SQLSTATE
 SELECT epoch, base FROM tenure.lease WHERE name = 'imp_max';
 SELECT holder FROM tenure.leases WHERE lease = 'imp_max';
 SELECT epoch, holder FROM tenure.history WHERE lease = 'imp_max';
+
+-- an epoch of our own that the clock no longer covers, as pg_resetwal
+-- leaves it: refused; with the base raised to it as the hint says, the
+-- next epoch is above it
+SELECT tenure.create_lease('imp_back');
+UPDATE tenure.lease SET epoch = (1::bigint << 60) + 5, issued_sysid = :sysid, issued_tli = 1
+ WHERE name = 'imp_back';
+SELECT tenure.acquire('imp_back', 'a');
+\echo :LAST_ERROR_SQLSTATE
+UPDATE tenure.lease SET base = GREATEST(base, epoch) WHERE name = 'imp_back';
+SELECT tenure.acquire('imp_back', 'a') > (1::bigint << 60) + 5 AS above;
+SELECT tenure.release('imp_back', 'a');
 
 -- base must not be negative
 \set VERBOSITY terse

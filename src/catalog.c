@@ -694,6 +694,8 @@ tenure_issue_epoch(const char *name, int64 floor)
 	int64		stored;
 	int64		base;
 	int64		issued_sysid;
+	int64		issued_tli;
+	bool		tli_isnull;
 	int64		sysid = (int64) GetSystemIdentifier();
 	bool		foreign;
 	TimeLineID	tli;
@@ -705,7 +707,7 @@ tenure_issue_epoch(const char *name, int64 floor)
 	int64		candidate;
 
 	args[0] = CStringGetTextDatum(name);
-	tenure_spi_exec("SELECT epoch, base, issued_sysid FROM tenure.lease"
+	tenure_spi_exec("SELECT epoch, base, issued_sysid, issued_tli FROM tenure.lease"
 					" WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 					"t", args, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -717,6 +719,7 @@ tenure_issue_epoch(const char *name, int64 floor)
 	base = tenure_spi_int8(2, NULL);
 	issued_sysid = tenure_spi_int8(3, &isnull);
 	foreign = isnull ? stored > 0 : issued_sysid != sysid;
+	issued_tli = tenure_spi_int8(4, &tli_isnull);
 
 	/* a row issued elsewhere: its epochs continue above what it brought */
 	if (foreign)
@@ -727,6 +730,29 @@ tenure_issue_epoch(const char *name, int64 floor)
 		elog(ERROR, "cannot issue an epoch during recovery");
 	tli = GetWALInsertionTimeLine();
 	clock = tenure_state_clock_draw(tli, tenure_clock_of(name, tli, GetXLogInsertRecPtr()) + 1);
+
+	/*
+	 * Every epoch this cluster issues is at most its base plus the clock
+	 * value drawn for it (kept so below).  A latest epoch of our own above
+	 * base + clock means the clock went back: the WAL position or timeline
+	 * is below one an earlier issue on this timeline or an earlier one saw
+	 * (pg_resetwal after WAL was lost, or an older copy of the data
+	 * directory started by crash recovery).  This lease's next epoch would
+	 * still exceed its latest, but leases whose rows are gone (DROP
+	 * EXTENSION, a dropped database) could be issued old epochs again:
+	 * refuse until the bases are raised (README, "Epochs, failover and
+	 * restores").  (A row issued on a later timeline comes from a sibling
+	 * of this server, promoted from the same cluster, through a dump: its
+	 * epoch + 1 follows, and the base is raised below.)
+	 */
+	if (!foreign && !tli_isnull && issued_tli <= (int64) tli &&
+		stored - base > clock)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot issue a new epoch for lease \"%s\": the epoch clock went back", name),
+				 errdetail("This cluster issued epoch " INT64_FORMAT " for the lease (base " INT64_FORMAT "), above its epoch clock, now at " INT64_FORMAT ".",
+						   stored, base, clock),
+				 errhint("The cluster's WAL position or timeline went back (pg_resetwal, or an older copy of the data directory started without archive recovery). Raise the base of every lease to the highest epoch issued for it, as the README's section on epochs says.")));
 
 	if (pg_add_s64_overflow(stored, 1, &epoch))
 		ereport(ERROR,
@@ -751,6 +777,9 @@ tenure_issue_epoch(const char *name, int64 floor)
 					 errdetail("The latest epoch issued is " INT64_FORMAT ", the largest bigint.",
 							   floor)));
 	}
+	/* keep epoch <= base + clock, which the check above relies on */
+	if (epoch - base > clock)
+		base = epoch - clock;
 
 	args[1] = Int64GetDatum(epoch);
 	args[2] = Int64GetDatum(base);
