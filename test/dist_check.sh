@@ -33,7 +33,7 @@ fi
 
 # what a user needs: the build, the extension's files, its documentation
 # and license, the tests, the packaging
-need="Makefile pg_tenure.control LICENSE README.md META.json
+need="Makefile pg_tenure.control LICENSE README.md SECURITY.md META.json
 	debian/control debian/rules debian/changelog"
 need="$need $(git ls-files 'pg_tenure--*.sql' 'src/*' 'sql/*' 'expected/*' 'test/*')"
 for f in $need; do
