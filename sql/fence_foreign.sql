@@ -81,6 +81,26 @@ SELECT set_config('tenure.tokens', 'fence_foreign=' || :e, true) IS NOT NULL AS 
 ALTER TYPE fence_foreign_mine ADD ATTRIBUTE p fence_foreign_pair CASCADE;
 ROLLBACK;
 \echo :LAST_ERROR_SQLSTATE
+-- nor by giving what it uses to bob (she may, as a member of his role):
+-- her type, or a view whose row type a fenced column uses
+RESET ROLE;
+GRANT fence_foreign_bob TO fence_foreign_mallory;
+SET ROLE fence_foreign_mallory;
+ALTER TYPE fence_foreign_mine OWNER TO fence_foreign_bob;
+\echo :LAST_ERROR_SQLSTATE
+CREATE VIEW fence_foreign_v AS SELECT 1 AS one;
+CREATE TABLE fence_foreign_viewtype (id int, v fence_foreign_v);
+SELECT tenure.fence_table('fence_foreign_viewtype', 'fence_foreign');
+ALTER VIEW fence_foreign_v OWNER TO fence_foreign_bob;
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE fence_foreign_v OWNER TO fence_foreign_bob;
+\echo :LAST_ERROR_SQLSTATE
+SELECT tenure.unfence_table('fence_foreign_viewtype');
+DROP TABLE fence_foreign_viewtype;
+DROP VIEW fence_foreign_v;
+RESET ROLE;
+REVOKE fence_foreign_bob FROM fence_foreign_mallory;
+SET ROLE fence_foreign_mallory;
 SELECT tenure.release('fence_foreign', 'm');
 RESET ROLE;
 

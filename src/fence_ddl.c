@@ -1470,14 +1470,26 @@ tenure_fence_ddl_dropped_tables(const char *command)
 
 /*
  * On ddl_command_end: a fenced table that the command created or altered,
- * or (for a command on a type, domain, collation or function, which may
- * shape any fenced table's rows) any fenced table, must still use only
- * objects of its owner or a superuser (TENURE_FOREIGN_QUERY).
+ * or (for a command on a type, domain, collation or function, or one that
+ * gives a relation, whose row type a column may use, to another owner) any
+ * fenced table, must still use only objects of its owner or a superuser
+ * (TENURE_FOREIGN_QUERY).
  */
 static void
-tenure_fence_ddl_foreign(CommandTag tag)
+tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree)
 {
-	if (tag == CMDTAG_ALTER_TYPE || tag == CMDTAG_ALTER_DOMAIN ||
+	bool		owner = false;
+
+	/* a relation given to another role: its row type may be a column's */
+	if (parsetree != NULL && IsA(parsetree, AlterTableStmt))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((AlterTableStmt *) parsetree)->cmds)
+			if (((AlterTableCmd *) lfirst(lc))->subtype == AT_ChangeOwner)
+				owner = true;
+	}
+	if (owner || tag == CMDTAG_ALTER_TYPE || tag == CMDTAG_ALTER_DOMAIN ||
 		tag == CMDTAG_ALTER_COLLATION || tag == CMDTAG_ALTER_FUNCTION ||
 		tag == CMDTAG_ALTER_PROCEDURE || tag == CMDTAG_ALTER_ROUTINE)
 		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f"),
@@ -1552,7 +1564,7 @@ tenure_fence_ddl(PG_FUNCTION_ARGS)
 	}
 
 	tenure_fence_ddl_trees();
-	tenure_fence_ddl_foreign(trigdata->tag);
+	tenure_fence_ddl_foreign(trigdata->tag, trigdata->parsetree);
 	tenure_fence_ddl_subscriptions();
 	tenure_fence_ddl_changed_triggers(trigdata->tag == CMDTAG_CREATE_TRIGGER);
 	PG_RETURN_NULL();

@@ -1115,6 +1115,7 @@ tenure_enter_entry(const TenureKey *key, int64 now, bool *found, bool *soon)
 		}
 		if (victim == NULL)
 			return NULL;
+		tenure_share_give(victim);
 		hash_search(tenure_leases, &victim->key, HASH_REMOVE, NULL);
 		lease = hash_search(tenure_leases, key, HASH_ENTER_NULL, found);
 		if (lease == NULL)
