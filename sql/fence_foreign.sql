@@ -61,6 +61,12 @@ RESET ROLE;
 SELECT tenure.fence_table('tenure.history', 'fence_foreign');
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS fenced FROM tenure.fenced WHERE lease = 'fence_foreign';
+-- so what an upgrade script runs on pg_tenure's tables always works
+BEGIN;
+ALTER TABLE tenure.lease ADD COLUMN fence_foreign_x int;
+ALTER TABLE tenure.history ADD COLUMN fence_foreign_x int;
+ALTER TABLE tenure.lease DROP COLUMN fence_foreign_x;
+ROLLBACK;
 
 -- a fence of her own types and the built-in ones is fine; adding a
 -- column of bob's type to it afterwards is refused, with the current
