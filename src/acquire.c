@@ -397,7 +397,11 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	if (waiting)
 		tenure_state_waiting(NULL, NULL, false);
 	if (!reserved)
+	{
+		/* nothing to publish or give back: remember nothing of this call */
+		tenure_txn_forget_acquire(token);
 		return epoch;			/* the renewed tenure's, or 0 */
+	}
 
 	/* reserved, and the keeper holds the lock: issue the epoch */
 	tenure_spi_begin(&spi);

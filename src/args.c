@@ -92,39 +92,96 @@ tenure_arg_lease(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * Validate an interval argument and return it in microseconds.  Zero is
- * accepted only when allow_zero is set.
+ * Convert an interval to microseconds, with checked arithmetic: days count
+ * 24 hours, and months and years, which have no fixed length, are refused,
+ * as are the infinite intervals of PostgreSQL 17 and a value whose days
+ * and time add up beyond a bigint of microseconds.  The result must lie
+ * between min_us and max_us.  On TENURE_INTERVAL_OK, *us is set.
+ *
+ * The same conversion reads a lease's stored ttl and hold-off (catalog.c),
+ * so that a value accepted here reads back as the same microseconds.
+ */
+TenureIntervalCheck
+tenure_interval_us(const Interval *iv, int64 min_us, int64 max_us, int64 *us)
+{
+	int64		days_us;
+	int64		total;
+
+	if ((iv->month == PG_INT32_MAX && iv->day == PG_INT32_MAX &&
+		 iv->time == PG_INT64_MAX) ||
+		(iv->month == PG_INT32_MIN && iv->day == PG_INT32_MIN &&
+		 iv->time == PG_INT64_MIN))
+		return TENURE_INTERVAL_INFINITE;
+	if (iv->month != 0)
+		return TENURE_INTERVAL_MONTHS;
+	if (pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &days_us) ||
+		pg_add_s64_overflow(days_us, iv->time, &total) ||
+		total < min_us || total > max_us)
+		return TENURE_INTERVAL_OUT_OF_RANGE;
+	*us = total;
+	return TENURE_INTERVAL_OK;
+}
+
+/*
+ * A bound of an interval argument as a message shows it: "1 day",
+ * "2 hours", "30 s", "0.5 s".  Into buf of size TENURE_BOUND_TEXT_MAX.
+ */
+void
+tenure_bound_text(int64 us, char *buf)
+{
+	if (us % USECS_PER_DAY == 0)
+		snprintf(buf, TENURE_BOUND_TEXT_MAX, INT64_FORMAT " %s",
+				 us / USECS_PER_DAY, us == USECS_PER_DAY ? "day" : "days");
+	else if (us % USECS_PER_HOUR == 0)
+		snprintf(buf, TENURE_BOUND_TEXT_MAX, INT64_FORMAT " %s",
+				 us / USECS_PER_HOUR, us == USECS_PER_HOUR ? "hour" : "hours");
+	else if (us % USECS_PER_SEC == 0)
+		snprintf(buf, TENURE_BOUND_TEXT_MAX, INT64_FORMAT " s",
+				 us / USECS_PER_SEC);
+	else
+		snprintf(buf, TENURE_BOUND_TEXT_MAX, "%.6f s",
+				 (double) us / USECS_PER_SEC);
+}
+
+/*
+ * Validate an interval argument and return it in microseconds: between 0
+ * (only if allow_zero; else 1 microsecond) and max_us, converted by
+ * tenure_interval_us().  Fails with 22023, naming the argument and its
+ * bounds, before the function changes anything.
  */
 int64
 tenure_arg_interval(FunctionCallInfo fcinfo, int argno, const char *argname,
 					bool allow_zero, int64 max_us)
 {
 	Interval   *iv;
-	int64		us;
+	int64		us = 0;
+	TenureIntervalCheck check;
+	char		bound[TENURE_BOUND_TEXT_MAX];
+	char	   *given;
 
 	tenure_arg_not_null(fcinfo, argno, argname);
 	iv = PG_GETARG_INTERVAL_P(argno);
-	if (iv->month != 0 ||
-		pg_add_s64_overflow((int64) iv->day * USECS_PER_DAY, iv->time, &us))
-		us = -1;				/* no fixed length, or absurd */
-	if (us < 0 || us > max_us || (us == 0 && !allow_zero))
-	{
-		char	   *given = DatumGetCString(DirectFunctionCall1(interval_out,
-																IntervalPGetDatum(iv)));
+	check = tenure_interval_us(iv, allow_zero ? 0 : 1, max_us, &us);
+	if (check == TENURE_INTERVAL_OK)
+		return us;
 
-		if (allow_zero)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"%s\" must be between 0 and 1 day", argname),
-					 errdetail("The value given is %s.", given),
-					 iv->month != 0 ? errhint("Months and years have no fixed length; use days.") : 0));
-		else
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"%s\" must be greater than zero and at most 1 day",
-							argname),
-					 errdetail("The value given is %s.", given),
-					 iv->month != 0 ? errhint("Months and years have no fixed length; use days.") : 0));
-	}
-	return us;
+	tenure_bound_text(max_us, bound);
+	given = DatumGetCString(DirectFunctionCall1(interval_out,
+												IntervalPGetDatum(iv)));
+	if (allow_zero)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be between 0 and %s", argname, bound),
+				 errdetail("The value given is %s.", given),
+				 check == TENURE_INTERVAL_MONTHS ?
+				 errhint("Months and years have no fixed length; use days.") : 0));
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be greater than zero and at most %s",
+						argname, bound),
+				 errdetail("The value given is %s.", given),
+				 check == TENURE_INTERVAL_MONTHS ?
+				 errhint("Months and years have no fixed length; use days.") : 0));
+	return 0;					/* keep compiler quiet */
 }

@@ -231,14 +231,46 @@ tenure_spi_int8(int col, bool *isnull)
 /* The columns of a lease's row that TenureRow holds, in its order. */
 #define TENURE_ROW_COLUMNS \
 	"SELECT id, owner::pg_catalog.oid::pg_catalog.int8," \
-	" (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8," \
-	" (EXTRACT(epoch FROM holdoff) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8," \
+	" ttl, holdoff," \
 	" lock_key, epoch, fence_lock::pg_catalog.int8," \
 	" xmin::pg_catalog.text::pg_catalog.int8" \
 	" FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1"
 
 /*
+ * Read interval column col (1-based) of row 0 of the last SPI result in
+ * microseconds, converted as arguments are (tenure_interval_us()).  False
+ * if it is null or outside min_us .. max_us; then the value, as text, is in
+ * row->bad_value unless a value before it was bad already.
+ */
+static bool
+tenure_spi_interval(int col, TenureRow *row, const char *setting,
+					int64 min_us, int64 max_us, int64 *us)
+{
+	Datum		d;
+	bool		isnull;
+
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col,
+					  &isnull);
+	if (!isnull &&
+		tenure_interval_us(DatumGetIntervalP(d), min_us, max_us, us) ==
+		TENURE_INTERVAL_OK)
+		return true;
+	if (row->bad_setting == NULL)
+	{
+		row->bad_setting = setting;
+		strlcpy(row->bad_value,
+				isnull ? "NULL" :
+				DatumGetCString(DirectFunctionCall1(interval_out, d)),
+				sizeof(row->bad_value));
+	}
+	return false;
+}
+
+/*
  * Fill row from the first row of the last SPI result (TENURE_ROW_COLUMNS).
+ * A ttl or hold-off out of bounds does not fail here: whoever only reads
+ * the lease's epoch or drops it does not need them (tenure_load_entry()
+ * refuses it).
  */
 static void
 tenure_row_from_spi(const char *name, TenureRow *row)
@@ -247,9 +279,16 @@ tenure_row_from_spi(const char *name, TenureRow *row)
 
 	row->id = tenure_spi_int8(1, NULL);
 	row->owner = (Oid) tenure_spi_int8(2, NULL);
-	row->ttl_us = tenure_spi_int8(3, NULL);
-	row->holdoff_us = tenure_spi_int8(4, &isnull);
-	if (isnull)
+	row->bad_setting = NULL;
+	row->bad_value[0] = '\0';
+	if (!tenure_spi_interval(3, row, "ttl", 1, TENURE_MAX_TTL_US,
+							 &row->ttl_us))
+		row->ttl_us = -1;
+	(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4,
+						 &isnull);
+	if (isnull ||
+		!tenure_spi_interval(4, row, "holdoff", 0, TENURE_MAX_HOLDOFF_US,
+							 &row->holdoff_us))
 		row->holdoff_us = -1;
 	row->lock_key = tenure_spi_int8(5, &isnull);
 	row->has_lock_key = !isnull;
@@ -958,6 +997,37 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 	int64		now = tenure_mono_now();
 	int64		deadline = now + TENURE_KEEPER_WAIT_US;
 	TenureLoadResult r;
+
+	/*
+	 * Shared memory adds the ttl and hold-off to monotonic times: a value
+	 * out of bounds never gets there.  The lease stays readable and can be
+	 * dropped, and created again with its epochs continued.
+	 */
+	if (row->bad_setting != NULL)
+	{
+		char		bound[TENURE_BOUND_TEXT_MAX];
+
+		if (strcmp(row->bad_setting, "ttl") == 0)
+		{
+			tenure_bound_text(TENURE_MAX_TTL_US, bound);
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("lease \"%s\" has an invalid ttl", key->name),
+					 errdetail("Its ttl in tenure.lease is %s; a ttl must be greater than zero and at most %s, in days, hours, minutes or seconds.",
+							   row->bad_value, bound),
+					 errhint("Drop the lease with tenure.drop_lease() and create it again; its epochs continue.")));
+		}
+		else
+		{
+			tenure_bound_text(TENURE_MAX_HOLDOFF_US, bound);
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("lease \"%s\" has an invalid hold-off", key->name),
+					 errdetail("Its holdoff in tenure.lease is %s; a hold-off must be NULL or between 0 and %s, in days, hours, minutes or seconds.",
+							   row->bad_value, bound),
+					 errhint("Drop the lease with tenure.drop_lease() and create it again; its epochs continue.")));
+		}
+	}
 
 	while ((r = tenure_state_load(key, row, open_at_shutdown, now)) == TENURE_LOAD_SOON &&
 		   now < deadline)

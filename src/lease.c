@@ -61,7 +61,7 @@ tenure_notify(const char *event, const char *lease, const char *holder,
 	appendStringInfoString(&buf, ", \"holder\": ");
 	escape_json(&buf, holder);
 	appendStringInfo(&buf, ", \"epoch\": " INT64_FORMAT "}", epoch);
-	tenure_txn_notify(buf.data);
+	tenure_txn_notify(event, lease, buf.data);
 	pfree(buf.data);
 }
 
@@ -79,9 +79,9 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 	bool		nulls[6] = {false, false, false, false, false, false};
 
 	tenure_require_loaded();
-	tenure_arg_interval(fcinfo, 1, "ttl", false, TENURE_MAX_INTERVAL_US);
+	tenure_arg_interval(fcinfo, 1, "ttl", false, TENURE_MAX_TTL_US);
 	if (!PG_ARGISNULL(2))
-		tenure_arg_interval(fcinfo, 2, "holdoff", true, TENURE_MAX_INTERVAL_US);
+		tenure_arg_interval(fcinfo, 2, "holdoff", true, TENURE_MAX_HOLDOFF_US);
 	tenure_require_primary(fcinfo);
 
 	tenure_spi_begin(&spi);
@@ -227,7 +227,7 @@ tenure_acquire(PG_FUNCTION_ARGS)
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
 	int64		wait_us = tenure_arg_interval(fcinfo, 2, "wait", true,
-											  TENURE_MAX_INTERVAL_US);
+											  TENURE_MAX_WAIT_US);
 	bool		session_bound;
 	int64		epoch;
 	TenureBusy	busy;

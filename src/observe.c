@@ -68,7 +68,7 @@ tenure_await_active(PG_FUNCTION_ARGS)
 	name = tenure_arg_text(fcinfo, 0, "lease", TENURE_NAME_MAX);
 	holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
 	timeout_us = tenure_arg_interval(fcinfo, 2, "timeout", true,
-									 TENURE_MAX_INTERVAL_US);
+									 TENURE_MAX_WAIT_US);
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	deadline = tenure_mono_now() + timeout_us;
@@ -190,7 +190,7 @@ tenure_await_change(PG_FUNCTION_ARGS)
 	char	   *known_holder = PG_ARGISNULL(2) ? NULL :
 		tenure_arg_text(fcinfo, 2, "known_holder", TENURE_HOLDER_MAX);
 	int64		timeout_us = tenure_arg_interval(fcinfo, 3, "timeout", true,
-												 TENURE_MAX_INTERVAL_US);
+												 TENURE_MAX_WAIT_US);
 	TenureKey	key;
 	TupleDesc	tupdesc;
 	Datum		values[3];

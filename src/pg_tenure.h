@@ -79,8 +79,17 @@ typedef struct TenureRow
 {
 	int64		id;
 	Oid			owner;
-	int64		ttl_us;
-	int64		holdoff_us;
+	int64		ttl_us;			/* -1 if out of bounds (bad_setting) */
+	int64		holdoff_us;		/* -1: automatic (NULL), or out of bounds */
+	/*
+	 * "ttl" or "holdoff" if the row's value is outside the bounds that
+	 * create_lease checks (a row restored from a dump, or written by hand),
+	 * NULL if both are within them; bad_value is that value as text.  Such
+	 * a lease can be read and dropped, but not loaded into shared memory
+	 * (tenure_load_entry() fails).
+	 */
+	const char *bad_setting;
+	char		bad_value[128];
 	bool		has_lock_key;
 	int64		lock_key;
 	int64		epoch;
@@ -362,7 +371,8 @@ extern void tenure_state_begin_update(void);
 extern void tenure_state_end_update(bool changed);
 extern bool tenure_state_cancel(const TenureKey *key, uint64 token);
 extern void tenure_state_publish_acquire(const TenureKey *key, uint64 token);
-extern void tenure_state_publish_claim(const TenureKey *key, int64 epoch);
+extern void tenure_state_publish_claim(const TenureKey *key, int64 epoch,
+									   int64 claims);
 extern void tenure_state_publish_release(const TenureKey *key, int64 now);
 extern void tenure_state_publish_drop(const TenureKey *key, int64 lease_id,
 									  int64 now);
@@ -389,7 +399,9 @@ extern void tenure_txn_init(void);
 extern void tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 								int64 epoch, uint64 token);
 extern void tenure_txn_issued(uint64 token, int64 epoch);
-extern void tenure_txn_notify(const char *payload);
+extern void tenure_txn_forget_acquire(uint64 token);
+extern void tenure_txn_notify(const char *event, const char *lease,
+							  const char *payload);
 extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
 										int64 old_epoch, const char *holder,
 										const char *successor,
@@ -455,9 +467,36 @@ extern int64 tenure_acquire_tenure(const char *name, const char *holder,
 								   int64 wait_us, bool session_bound,
 								   TenureBusy *busy, bool *started);
 
-/* args.c: checks of SQL arguments */
-/* longest ttl, hold-off, wait or timeout argument */
-#define TENURE_MAX_INTERVAL_US	((int64) USECS_PER_DAY)
+/*
+ * args.c: checks of SQL arguments
+ *
+ * Bounds of the interval arguments (README, Reference): a lease's ttl is
+ * 1 microsecond to TENURE_MAX_TTL_US, its fixed hold-off 0 to
+ * TENURE_MAX_HOLDOFF_US, acquire's wait and the await functions' timeout
+ * 0 to TENURE_MAX_WAIT_US.  Whatever is added to a monotonic time in
+ * microseconds stays far from overflowing a bigint.
+ */
+#define TENURE_MAX_TTL_US		((int64) USECS_PER_DAY)
+#define TENURE_MAX_HOLDOFF_US	((int64) USECS_PER_DAY)
+#define TENURE_MAX_WAIT_US		((int64) USECS_PER_DAY)
+
+/* Why an interval does not convert to microseconds within bounds. */
+typedef enum TenureIntervalCheck
+{
+	TENURE_INTERVAL_OK = 0,
+	TENURE_INTERVAL_MONTHS,		/* months or years: no fixed length */
+	TENURE_INTERVAL_INFINITE,	/* 'infinity' or '-infinity' (17 and later) */
+	TENURE_INTERVAL_OUT_OF_RANGE	/* outside the bounds, or beyond a bigint
+									 * of microseconds */
+} TenureIntervalCheck;
+
+/* room for tenure_bound_text() */
+#define TENURE_BOUND_TEXT_MAX	32
+
+extern TenureIntervalCheck tenure_interval_us(const Interval *iv,
+											  int64 min_us, int64 max_us,
+											  int64 *us);
+extern void tenure_bound_text(int64 us, char *buf);
 extern void tenure_arg_not_null(FunctionCallInfo fcinfo, int argno,
 								const char *argname);
 extern char *tenure_arg_text(FunctionCallInfo fcinfo, int argno,

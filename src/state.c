@@ -2504,10 +2504,11 @@ tenure_state_publish_acquire(const TenureKey *key, uint64 token)
 }
 
 /*
- * A claim of the given epoch committed.
+ * Claims committed: "claims" epochs claimed in a row, the given epoch the
+ * last of them.
  */
 void
-tenure_state_publish_claim(const TenureKey *key, int64 epoch)
+tenure_state_publish_claim(const TenureKey *key, int64 epoch, int64 claims)
 {
 	TenureLease *lease;
 
@@ -2526,9 +2527,9 @@ tenure_state_publish_claim(const TenureKey *key, int64 epoch)
 		}
 	}
 	lease->epoch = Max(lease->epoch, epoch);
-	lease->transitions++;
-	lease->history_starts++;
-	lease->counters.claims++;
+	lease->transitions += claims;
+	lease->history_starts += (uint32) claims;
+	lease->counters.claims += claims;
 	lease->counters.last_change = GetCurrentTimestamp();
 }
 

@@ -26,7 +26,13 @@
  * counts as an epoch afterwards, and their slots are freed.
  *
  * Actions live in TopTransactionContext, so forgetting them is resetting
- * the list pointer.
+ * the list pointer.  What a transaction remembers is bounded by the leases
+ * it changes, not by the number of calls: an acquisition that reserved
+ * nothing (a renewal, or a lease held by someone else) is forgotten when
+ * it returns, a release of a tenure already released in the transaction
+ * adds nothing, and claims of one lease in a row, in one subtransaction,
+ * are one action (and one notification, of the last epoch: the ones
+ * before it were never current outside the transaction).
  *
  *-------------------------------------------------------------------------
  */
@@ -49,6 +55,8 @@ typedef struct TenureAction
 								 * lease's id */
 	uint64		token;			/* ACQUIRE: the pending reservation */
 	SubTransactionId subid;		/* subtransaction that made it */
+	int64		claims;			/* CLAIM: epochs claimed in a row (see
+								 * tenure_txn_remember) */
 	/* HANDOFF: epoch is the successor's; old_epoch the holder's */
 	int64		old_epoch;
 	bool		session_bound;
@@ -66,40 +74,163 @@ static List *tenure_actions = NIL;
 typedef struct TenureNote
 {
 	SubTransactionId subid;		/* subtransaction that made it */
+	bool		claimed;		/* a "claimed" event */
+	char		lease[TENURE_NAME_MAX + 1];
 	char	   *payload;
 } TenureNote;
 
 static List *tenure_notes = NIL;
 
 /*
+ * The latest remembered action of the lease, NULL if none.
+ */
+static TenureAction *
+tenure_txn_latest(const TenureKey *key)
+{
+	int			i;
+
+	for (i = list_length(tenure_actions) - 1; i >= 0; i--)
+	{
+		TenureAction *act = list_nth(tenure_actions, i);
+
+		if (memcmp(&act->key, key, sizeof(TenureKey)) == 0)
+			return act;
+	}
+	return NULL;
+}
+
+/*
  * Remember an action of the current (sub)transaction.
+ *
+ * Every action in the list belongs to the current subtransaction or to
+ * one of its parents (a committed subtransaction hands its actions to its
+ * parent, an aborted one drops them).  So a release equal to one
+ * remembered already adds nothing: whenever it would be published, that
+ * one is too.  A claim that follows a claim of the same lease made in the
+ * same subtransaction is merged into it: published together, they set the
+ * lease's epoch to the later one and count both, as two actions would;
+ * that subtransaction's abort drops both, also as two actions would.
  */
 void
 tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 					int64 epoch, uint64 token)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-	TenureAction *act = palloc0(sizeof(TenureAction));
+	MemoryContext old;
+	TenureAction *act;
+	SubTransactionId subid = GetCurrentSubTransactionId();
 
+	if (kind == TENURE_ACT_RELEASE || kind == TENURE_ACT_CLAIM)
+	{
+		ListCell   *lc;
+
+		if (kind == TENURE_ACT_RELEASE)
+		{
+			foreach(lc, tenure_actions)
+			{
+				act = lfirst(lc);
+				if (act->kind == TENURE_ACT_RELEASE && act->epoch == epoch &&
+					memcmp(&act->key, key, sizeof(TenureKey)) == 0)
+					return;
+			}
+		}
+		else
+		{
+			act = tenure_txn_latest(key);
+			if (act != NULL && act->kind == TENURE_ACT_CLAIM &&
+				act->subid == subid)
+			{
+				act->epoch = Max(act->epoch, epoch);
+				act->claims++;
+				return;
+			}
+		}
+	}
+
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	act = palloc0(sizeof(TenureAction));
 	act->kind = kind;
 	act->key = *key;
 	act->epoch = epoch;
 	act->token = token;
-	act->subid = GetCurrentSubTransactionId();
+	act->claims = 1;
+	act->subid = subid;
 	tenure_actions = lappend(tenure_actions, act);
 	MemoryContextSwitchTo(old);
 }
 
 /*
- * Queue a notification of the current (sub)transaction.
+ * Forget the acquisition with the given token when it reserved nothing (a
+ * renewal, or a lease held by someone else): it has nothing to publish or
+ * give back, and a transaction that renews over and over must not keep
+ * one action per call.  One that holds a reservation stays.
  */
 void
-tenure_txn_notify(const char *payload)
+tenure_txn_forget_acquire(uint64 token)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-	TenureNote *note = palloc(sizeof(TenureNote));
+	int			i;
 
-	note->subid = GetCurrentSubTransactionId();
+	/* the acquisition is the latest action: look backwards */
+	for (i = list_length(tenure_actions) - 1; i >= 0; i--)
+	{
+		TenureAction *act = list_nth(tenure_actions, i);
+
+		if (act->kind == TENURE_ACT_ACQUIRE && act->token == token)
+		{
+			if (act->epoch == 0 &&
+				!tenure_state_reserved(&act->key, act->token))
+			{
+				tenure_actions = list_delete_nth_cell(tenure_actions, i);
+				pfree(act);
+			}
+			return;
+		}
+	}
+}
+
+/*
+ * Queue a notification of the current (sub)transaction: event "event" of
+ * the lease, with the given payload.
+ *
+ * Like actions (tenure_txn_remember()), notes belong to the current
+ * subtransaction or its parents.  A payload queued already adds nothing
+ * (PostgreSQL would send it once anyway), and a claim's note replaces the
+ * lease's latest note if that is a claim's of the same subtransaction: its
+ * epoch was never current outside the transaction.
+ */
+void
+tenure_txn_notify(const char *event, const char *lease, const char *payload)
+{
+	MemoryContext old;
+	TenureNote *note;
+	SubTransactionId subid = GetCurrentSubTransactionId();
+	bool		claimed = strcmp(event, "claimed") == 0;
+	int			i;
+
+	for (i = list_length(tenure_notes) - 1; i >= 0; i--)
+	{
+		note = list_nth(tenure_notes, i);
+		if (strcmp(note->payload, payload) == 0)
+			return;
+	}
+	for (i = list_length(tenure_notes) - 1; i >= 0; i--)
+	{
+		note = list_nth(tenure_notes, i);
+		if (strcmp(note->lease, lease) != 0)
+			continue;
+		if (claimed && note->claimed && note->subid == subid)
+		{
+			pfree(note->payload);
+			note->payload = MemoryContextStrdup(TopTransactionContext, payload);
+			return;
+		}
+		break;
+	}
+
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	note = palloc(sizeof(TenureNote));
+	note->subid = subid;
+	note->claimed = claimed;
+	strlcpy(note->lease, lease, sizeof(note->lease));
 	note->payload = pstrdup(payload);
 	tenure_notes = lappend(tenure_notes, note);
 	MemoryContextSwitchTo(old);
@@ -218,7 +349,7 @@ tenure_txn_publish(TenureAction *act, int64 now)
 			tenure_state_publish_acquire(&act->key, act->token);
 			break;
 		case TENURE_ACT_CLAIM:
-			tenure_state_publish_claim(&act->key, act->epoch);
+			tenure_state_publish_claim(&act->key, act->epoch, act->claims);
 			break;
 		case TENURE_ACT_RELEASE:
 			tenure_state_publish_release(&act->key, now);

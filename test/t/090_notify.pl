@@ -4,7 +4,9 @@
 # payload {"event", "lease", "holder", "epoch"} sent by the backend that made
 # the change, in commit order; nothing for a renewal, a failed release, an
 # acquisition, claim or release whose transaction or savepoint rolls back,
-# or any change while tenure.notify is off.
+# or any change while tenure.notify is off.  Claims of a lease in a row in
+# one (sub)transaction send one, of the last epoch; a release repeated in a
+# transaction sends one.
 #
 # psql prints 'Asynchronous notification "tenure" with payload "..."
 # received from server process with PID n.' after a command once the
@@ -142,6 +144,58 @@ my $e6 = $notifier->query_safe(q{SELECT tenure.claim_epoch('n_lease', 'delta')})
 my ($n_delta) = next_notifications(1);
 check_notification($n_delta, 'claimed', 'delta', $e6,
 	'with tenure.notify off nothing was sent; the claim after RESET was');
+
+# Claims of a lease in a row, in one (sub)transaction, are announced once,
+# with the last epoch: the ones before it were never current outside the
+# transaction (tenure.history and tenure.lease_stats still count each).  A
+# claim in a savepoint that rolls back is not announced; one in a
+# savepoint that commits is announced on its own.  A release repeated in
+# a transaction is announced once.  (What a transaction keeps stays
+# bounded however often it claims or releases: sql/resources.sql.)
+my $claims_before = $notifier->query_safe(
+	q{SELECT claims FROM tenure.lease_stats WHERE lease = 'n_lease'});
+$notifier->query_safe('BEGIN');
+my @claimed = map {
+	$notifier->query_safe(q{SELECT tenure.claim_epoch('n_lease', 'delta')})
+} 1 .. 3;
+$notifier->query_safe('COMMIT');
+my ($n_three) = next_notifications(1);
+check_notification($n_three, 'claimed', 'delta', $claimed[2],
+	'three claims in one transaction: one notification, the last epoch');
+cmp_ok($claimed[2], '>', $claimed[0], 'the last claim has the newest epoch');
+is( $notifier->query_safe(
+		q{SELECT claims FROM tenure.lease_stats WHERE lease = 'n_lease'}),
+	$claims_before + 3,
+	'each of the three claims is counted');
+is( $notifier->query_safe(
+		qq{SELECT count(*) FROM tenure.history WHERE lease = 'n_lease'
+		   AND epoch IN ($claimed[0], $claimed[1], $claimed[2])}),
+	3, 'each of the three claims has its history row');
+
+$notifier->query_safe('BEGIN');
+my $e7 =
+  $notifier->query_safe(q{SELECT tenure.claim_epoch('n_lease', 'delta')});
+$notifier->query_safe('SAVEPOINT s');
+$notifier->query_safe(q{SELECT tenure.claim_epoch('n_lease', 'delta')});
+$notifier->query_safe('ROLLBACK TO SAVEPOINT s');
+$notifier->query_safe('SAVEPOINT t');
+my $e8 =
+  $notifier->query_safe(q{SELECT tenure.claim_epoch('n_lease', 'delta')});
+$notifier->query_safe('RELEASE SAVEPOINT t');
+$notifier->query_safe('COMMIT');
+$notifier->query_safe('BEGIN');
+is( $notifier->query_safe(
+		q{SELECT tenure.release('n_lease', 'delta'),
+				 tenure.release('n_lease', 'delta')}),
+	't|t', 'a release repeated in one transaction holds both times');
+$notifier->query_safe('COMMIT');
+my ($n_e7, $n_e8, $n_rel) = next_notifications(3);
+check_notification($n_e7, 'claimed', 'delta', $e7,
+	'the claim before the savepoints');
+check_notification($n_e8, 'claimed', 'delta', $e8,
+	'the claim of the committed savepoint, not the rolled-back one');
+check_notification($n_rel, 'released', 'delta', $e8,
+	'the repeated release, once');
 
 # only a superuser turns it off: listeners rely on every writer's setting
 my ($ret, $out, $err) = $node->psql('postgres',
