@@ -445,7 +445,9 @@ tenure_not_holder(const char *name, const char *holder)
  * tenure.claim_epoch(lease, holder) returns bigint
  *
  * The current holder starts a new epoch within its tenure.  It is never
- * issued again, also if a crash loses the transaction (catalog.c).
+ * issued again, also if a crash loses the transaction (catalog.c).  The
+ * claim commits only if the holder's tenure is still live at COMMIT
+ * (txn.c checks at PRE_COMMIT).
  */
 Datum
 tenure_claim_epoch(PG_FUNCTION_ARGS)
@@ -457,6 +459,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	TenureKey	key;
 	bool		session_bound = false;
 	int64		epoch;
+	int64		held;
 	Datum		args[4];
 
 	tenure_require_loaded();
@@ -476,9 +479,11 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 
 	/*
 	 * We waited for the row if another transaction changed the lease: a
-	 * release or a new tenure committed meanwhile is published by now.
+	 * release or a new tenure committed meanwhile is published by now.  The
+	 * tenure's epoch now is the one PRE_COMMIT expects it still to have.
 	 */
-	if (!tenure_holds(&key, holder, &session_bound))
+	held = tenure_state_held_epoch(&key, holder, &session_bound);
+	if (held == 0)
 		tenure_not_holder(name, holder);
 
 	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
@@ -488,7 +493,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	tenure_history_start(name, epoch, holder, session_bound);
 	tenure_spi_end(&spi);
 
-	tenure_txn_remember(TENURE_ACT_CLAIM, &key, epoch, 0);
+	tenure_txn_remember_claim(&key, epoch, held, holder);
 	tenure_notify("claimed", name, holder, epoch);
 	PG_RETURN_INT64(epoch);
 }
