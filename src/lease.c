@@ -351,7 +351,7 @@ tenure_release(PG_FUNCTION_ARGS)
 	TenureKey	key;
 	bool		holds;
 	int64		epoch;
-	Datum		args[2];
+	Datum		args[3];
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
@@ -368,13 +368,15 @@ tenure_release(PG_FUNCTION_ARGS)
 
 	if (holds)
 	{
+		/* the tenure's row, or the one of an epoch this transaction claimed */
 		args[0] = CStringGetTextDatum(name);
 		args[1] = Int64GetDatum(epoch);
+		args[2] = Int64GetDatum(Max(epoch, tenure_txn_claimed_epoch(&key)));
 		tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
 						" end_reason = 'released'"
-						" WHERE lease OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.=) $2"
-						" AND ended IS NULL",
-						"ti", args, NULL, SPI_OK_UPDATE);
+						" WHERE lease OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.>=) $2"
+						" AND epoch OPERATOR(pg_catalog.<=) $3 AND ended IS NULL",
+						"tii", args, NULL, SPI_OK_UPDATE);
 		tenure_txn_remember(TENURE_ACT_RELEASE, &key, epoch, 0);
 		tenure_notify("released", name, holder, epoch);
 	}
@@ -561,8 +563,12 @@ tenure_handoff(PG_FUNCTION_ARGS)
 			epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key));
 	}
 
+	/*
+	 * The holder's tenure ends at its latest epoch: old_epoch, or one this
+	 * transaction claimed (published only at COMMIT, so not old_epoch).
+	 */
 	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(old_epoch);
+	args[1] = Int64GetDatum(Max(old_epoch, tenure_txn_claimed_epoch(&key)));
 	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
 					" end_reason = 'handed over'"
 					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
