@@ -25,7 +25,9 @@
  *    the attempt, the reservation given back.
  * 4. The epoch is issued (catalog.c) and the history written; the
  *    reservation then carries the epoch and its transaction, and must
- *    commit within its ttl (txn.c checks at PRE_COMMIT).  The new tenure
+ *    commit within its ttl, counted from the issue (txn.c checks at
+ *    PRE_COMMIT): while issuing, perhaps waiting for another transaction
+ *    to free the lease's row, it is not taken over.  The new tenure
  *    becomes visible when the transaction commits (src/README, F3).  The
  *    commit is as durable as synchronous_commit makes it; the epoch is
  *    never issued again either way.
@@ -403,7 +405,18 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 		return epoch;			/* the renewed tenure's, or 0 */
 	}
 
-	/* reserved, and the keeper holds the lock: issue the epoch */
+	/*
+	 * Reserved, and the keeper holds the lock: issue the epoch.  Whatever
+	 * transaction we wait for meanwhile (an abandoned acquisition, or a
+	 * late claim, handoff or other change of the lease's row), our
+	 * reservation is not taken over, and its ttl counts from the issue on
+	 * (state.c; src/README, F10).
+	 */
+	if (!tenure_state_issuing(&key, token))
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("acquisition of lease \"%s\" expired before its transaction committed", name),
+				 errdetail("Another holder took the lease over before its epoch was issued.")));
 	tenure_spi_begin(&spi);
 	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key));
 

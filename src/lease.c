@@ -351,7 +351,7 @@ tenure_release(PG_FUNCTION_ARGS)
 	TenureKey	key;
 	bool		holds;
 	int64		epoch;
-	Datum		args[2];
+	Datum		args[3];
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
@@ -368,13 +368,15 @@ tenure_release(PG_FUNCTION_ARGS)
 
 	if (holds)
 	{
+		/* the tenure's row, or the one of an epoch this transaction claimed */
 		args[0] = CStringGetTextDatum(name);
 		args[1] = Int64GetDatum(epoch);
+		args[2] = Int64GetDatum(Max(epoch, tenure_txn_claimed_epoch(&key)));
 		tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
 						" end_reason = 'released'"
-						" WHERE lease OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.=) $2"
-						" AND ended IS NULL",
-						"ti", args, NULL, SPI_OK_UPDATE);
+						" WHERE lease OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.>=) $2"
+						" AND epoch OPERATOR(pg_catalog.<=) $3 AND ended IS NULL",
+						"tii", args, NULL, SPI_OK_UPDATE);
 		tenure_txn_remember(TENURE_ACT_RELEASE, &key, epoch, 0);
 		tenure_notify("released", name, holder, epoch);
 	}
@@ -445,7 +447,9 @@ tenure_not_holder(const char *name, const char *holder)
  * tenure.claim_epoch(lease, holder) returns bigint
  *
  * The current holder starts a new epoch within its tenure.  It is never
- * issued again, also if a crash loses the transaction (catalog.c).
+ * issued again, also if a crash loses the transaction (catalog.c).  The
+ * claim commits only if the holder's tenure is still live at COMMIT
+ * (txn.c checks at PRE_COMMIT).
  */
 Datum
 tenure_claim_epoch(PG_FUNCTION_ARGS)
@@ -457,6 +461,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	TenureKey	key;
 	bool		session_bound = false;
 	int64		epoch;
+	int64		held;
 	Datum		args[4];
 
 	tenure_require_loaded();
@@ -476,9 +481,11 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 
 	/*
 	 * We waited for the row if another transaction changed the lease: a
-	 * release or a new tenure committed meanwhile is published by now.
+	 * release or a new tenure committed meanwhile is published by now.  The
+	 * tenure's epoch now is the one PRE_COMMIT expects it still to have.
 	 */
-	if (!tenure_holds(&key, holder, &session_bound))
+	held = tenure_state_held_epoch(&key, holder, &session_bound);
+	if (held == 0)
 		tenure_not_holder(name, holder);
 
 	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
@@ -488,7 +495,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	tenure_history_start(name, epoch, holder, session_bound);
 	tenure_spi_end(&spi);
 
-	tenure_txn_remember(TENURE_ACT_CLAIM, &key, epoch, 0);
+	tenure_txn_remember_claim(&key, epoch, held, holder);
 	tenure_notify("claimed", name, holder, epoch);
 	PG_RETURN_INT64(epoch);
 }
@@ -556,8 +563,12 @@ tenure_handoff(PG_FUNCTION_ARGS)
 			epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key));
 	}
 
+	/*
+	 * The holder's tenure ends at its latest epoch: old_epoch, or one this
+	 * transaction claimed (published only at COMMIT, so not old_epoch).
+	 */
 	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(old_epoch);
+	args[1] = Int64GetDatum(Max(old_epoch, tenure_txn_claimed_epoch(&key)));
 	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
 					" end_reason = 'handed over'"
 					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"

@@ -361,8 +361,11 @@ extern TenureReserveResult tenure_state_reserve(const TenureKey *key,
 extern TenureLockAnswer tenure_state_lock_answer(const TenureKey *key,
 												 uint64 token,
 												 TenureBusy *busy);
+extern bool tenure_state_issuing(const TenureKey *key, uint64 token);
 extern bool tenure_state_issued(const TenureKey *key, uint64 token,
 								int64 epoch, TransactionId xid);
+extern bool tenure_state_claim_commit(const TenureKey *key,
+									  const char *holder, int64 old_epoch);
 extern bool tenure_state_history_trim_due(const TenureKey *key);
 extern bool tenure_state_commit_reservation(const TenureKey *key,
 											uint64 token, int64 *ttl_us);
@@ -371,8 +374,9 @@ extern void tenure_state_begin_update(void);
 extern void tenure_state_end_update(bool changed);
 extern bool tenure_state_cancel(const TenureKey *key, uint64 token);
 extern void tenure_state_publish_acquire(const TenureKey *key, uint64 token);
+extern bool tenure_state_cancel_claim(const TenureKey *key);
 extern void tenure_state_publish_claim(const TenureKey *key, int64 epoch,
-									   int64 claims);
+									   int64 claims, const char *holder);
 extern void tenure_state_publish_release(const TenureKey *key, int64 now);
 extern void tenure_state_publish_drop(const TenureKey *key, int64 lease_id,
 									  int64 now);
@@ -402,6 +406,9 @@ extern void tenure_txn_issued(uint64 token, int64 epoch);
 extern void tenure_txn_forget_acquire(uint64 token);
 extern void tenure_txn_notify(const char *event, const char *lease,
 							  const char *payload);
+extern void tenure_txn_remember_claim(const TenureKey *key, int64 epoch,
+									  int64 old_epoch, const char *holder);
+extern int64 tenure_txn_claimed_epoch(const TenureKey *key);
 extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
 										int64 old_epoch, const char *holder,
 										const char *successor,

@@ -77,9 +77,20 @@
  * taken over or allowed to commit, never both.  A reservation that issued
  * its epoch (pending_xid) is taken over only once its transaction has
  * ended, which the taker checks outside the lock (acquire.c,
- * tenure_end_abandoned()); until then it stays as it is.  Every way a
- * reservation ends without becoming a tenure goes through
- * tenure_unreserve().
+ * tenure_end_abandoned()); until then it stays as it is.  Nor is it taken
+ * over while its backend is "issuing" its epoch: from
+ * tenure_state_issuing() to tenure_state_issued() the backend runs the
+ * acquisition's own statement, perhaps waiting for another transaction to
+ * free the lease's row; the ttl then counts again from the end of that
+ * wait (src/README, F10).  Every way a reservation ends without becoming a
+ * tenure goes through tenure_unreserve().
+ *
+ * A held tenure whose claim_epoch() or handoff() passed its PRE_COMMIT
+ * check (claim_pid, handoff_pending) neither expires nor can be reserved
+ * until that transaction's COMMIT publishes the change or its abort
+ * cancels it: the check and the publication see the same tenure, however
+ * long the commit takes (a synchronous standby).  Both clear the flag and
+ * let the keeper look at the expiry again.
  *
  * keeper_latch may be read without the lock to set it: latches live in
  * shared memory, so setting a stale one (the keeper just exited) is
@@ -176,6 +187,7 @@ typedef struct TenureLease
 	uint64		pending_token;	/* identifies the pending acquisition */
 	TransactionId pending_xid;	/* its transaction, once it issued its epoch */
 	bool		committing;		/* past its PRE_COMMIT check: never taken over */
+	bool		issuing;		/* issuing its epoch: not taken over either */
 	int64		acquired_mono;
 	TimestampTz acquired_wall;
 	pg_atomic_uint64 renewed_mono;	/* renew() writes it under the lock in
@@ -210,6 +222,13 @@ typedef struct TenureLease
 	int			handoff_pid;	/* the backend committing it */
 	int			handoff_slot;
 	TenureWaiter handoff_to;	/* the waiter, as it was then */
+
+	/*
+	 * A claim_epoch() of the held tenure past its PRE_COMMIT check, in this
+	 * backend (0: none).  Until its COMMIT or abort the tenure neither
+	 * expires nor can be reserved.
+	 */
+	int			claim_pid;
 
 	/* tenure.lease_stats, since the entry was loaded or its stats reset */
 	int64		ended_mono;		/* when the latest tenure ended; 0: none */
@@ -1055,7 +1074,17 @@ static bool
 tenure_pending_expired(const TenureLease *lease, int64 now)
 {
 	return lease->state == TENURE_PENDING && !lease->committing &&
-		now >= lease->acquired_mono + lease->ttl_us;
+		!lease->issuing && now >= lease->acquired_mono + lease->ttl_us;
+}
+
+/*
+ * Whether a claim or handoff of the lease's held tenure is committing:
+ * then the tenure does not expire until that transaction ends.
+ */
+static inline bool
+tenure_change_committing(const TenureLease *lease)
+{
+	return lease->handoff_pending || lease->claim_pid != 0;
 }
 
 /*
@@ -1068,7 +1097,7 @@ static bool
 tenure_evictable(const TenureLease *lease, int64 now, bool *soon)
 {
 	AssertLockedExclusive();
-	if (lease->lock_wanted || lease->handoff_pending)
+	if (lease->lock_wanted || tenure_change_committing(lease))
 		return false;
 	if (!lease->dropped &&
 		(lease->state != TENURE_FREE || lease->pred_expiry_mono > now))
@@ -1235,6 +1264,7 @@ tenure_unreserve(TenureLease *lease)
 	lease->pending_epoch = 0;
 	lease->pending_xid = InvalidTransactionId;
 	lease->committing = false;
+	lease->issuing = false;
 	lease->lock_wanted = false;
 	lease->lock_linger_mono = 0;	/* no tenure came of it */
 	tenure_keeper_notice(lease);
@@ -2185,8 +2215,9 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		return lease == NULL ? TENURE_RESERVE_NO_ENTRY : TENURE_RESERVE_DROPPED;
 	}
 
+	/* (a claim or handoff committing holds it: its COMMIT or abort wakes us) */
 	if (lease->state == TENURE_HELD && !tenure_is_live(lease, now) &&
-		!lease->handoff_pending)
+		!tenure_change_committing(lease))
 	{
 		tenure_end(lease, TENURE_END_EXPIRED, now);
 		ended = true;
@@ -2246,12 +2277,13 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 			strlcpy(busy->holder, lease->holder, sizeof(busy->holder));
 			busy->epoch = lease->state == TENURE_HELD ? lease->epoch : 0;
 			busy->since = lease->acquired_wall;
-			if (lease->state == TENURE_HELD)
+			if (lease->state == TENURE_HELD && !tenure_change_committing(lease))
 				busy->until_mono = tenure_expiry(lease);
-			else if (!lease->committing)
+			else if (lease->state == TENURE_PENDING && !lease->committing &&
+					 !lease->issuing)
 				busy->until_mono = lease->acquired_mono + lease->ttl_us;
 			else
-				busy->until_mono = 0;	/* its commit wakes us */
+				busy->until_mono = 0;	/* its commit, or issue, wakes us */
 			result = TENURE_RESERVE_BUSY;
 		}
 	}
@@ -2273,6 +2305,7 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		lease->pending_epoch = 0;
 		lease->pending_xid = InvalidTransactionId;
 		lease->committing = false;
+		lease->issuing = false;
 		lease->acquired_mono = now;
 		lease->acquired_wall = GetCurrentTimestamp();
 		pg_atomic_write_u64(&lease->renewed_mono, (uint64) now);
@@ -2334,13 +2367,13 @@ tenure_state_lock_answer(const TenureKey *key, uint64 token, TenureBusy *busy)
 }
 
 /*
- * The reservation with the given token issued its epoch in transaction
- * xid.  False if it is not ours any more: it outlived its ttl and was
- * taken over while the epoch was being issued.
+ * The reservation with the given token is about to issue its epoch: until
+ * tenure_state_issued() nobody takes it over, whatever its age (see the
+ * header).  False if it is not ours any more: it outlived its ttl before
+ * (the keeper was slow to answer) and was taken over.
  */
 bool
-tenure_state_issued(const TenureKey *key, uint64 token, int64 epoch,
-					TransactionId xid)
+tenure_state_issuing(const TenureKey *key, uint64 token)
 {
 	TenureLease *lease;
 	bool		ours = false;
@@ -2349,11 +2382,44 @@ tenure_state_issued(const TenureKey *key, uint64 token, int64 epoch,
 	lease = tenure_find(key);
 	if (lease != NULL && tenure_reserved_by_me(lease, token))
 	{
-		lease->pending_epoch = epoch;
-		lease->pending_xid = xid;
+		lease->issuing = true;
 		ours = true;
 	}
 	LWLockRelease(tenure_shared->lock);
+	return ours;
+}
+
+/*
+ * The reservation with the given token issued its epoch in transaction
+ * xid.  Its ttl counts from now on: the time it spent issuing, waiting for
+ * whatever transaction held the lease's row, is not counted against it.
+ * Also renews it, so that its tenure, once committed, lasts a ttl from at
+ * least now.  False if it is not ours any more (cannot happen after
+ * tenure_state_issuing(), but the caller fails cleanly if it does).
+ */
+bool
+tenure_state_issued(const TenureKey *key, uint64 token, int64 epoch,
+					TransactionId xid)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	bool		ours = false;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease != NULL && tenure_reserved_by_me(lease, token))
+	{
+		lease->pending_epoch = epoch;
+		lease->pending_xid = xid;
+		lease->issuing = false;
+		lease->acquired_mono = Max(lease->acquired_mono, now);
+		tenure_renew_to(lease, now);
+		ours = true;
+	}
+	LWLockRelease(tenure_shared->lock);
+	/* acquirers waiting for the issue to end may now wait for its ttl */
+	if (ours)
+		ConditionVariableBroadcast(&tenure_shared->cv);
 	return ours;
 }
 
@@ -2504,11 +2570,80 @@ tenure_state_publish_acquire(const TenureKey *key, uint64 token)
 }
 
 /*
- * Claims committed: "claims" epochs claimed in a row, the given epoch the
- * last of them.
+ * PRE_COMMIT of a claim_epoch() by holder, whose tenure was at old_epoch
+ * when it claimed: true if that tenure is still live (or is the one this
+ * very transaction is acquiring, whose own check covers it); the claim is
+ * then committing, and the tenure neither expires nor can be reserved
+ * until tenure_state_publish_claim() or tenure_state_cancel_claim().
+ */
+bool
+tenure_state_claim_commit(const TenureKey *key, const char *holder,
+						  int64 old_epoch)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	bool		valid = false;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease != NULL && !lease->dropped &&
+		strcmp(lease->holder, holder) == 0)
+	{
+		if (tenure_pending_mine(lease))
+			valid = lease->pending_epoch == old_epoch;
+		else if (tenure_is_live(lease, now) && lease->epoch == old_epoch &&
+				 (lease->claim_pid == 0 || lease->claim_pid == MyProcPid))
+		{
+			lease->claim_pid = MyProcPid;
+			valid = true;
+		}
+	}
+	LWLockRelease(tenure_shared->lock);
+	return valid;
+}
+
+/*
+ * The end of a claim that passed its PRE_COMMIT check: the tenure's expiry
+ * counts again.  Under the LWLock exclusive.
+ */
+static bool
+tenure_claim_done(TenureLease *lease)
+{
+	AssertLockedExclusive();
+	if (lease->claim_pid != MyProcPid)
+		return false;
+	lease->claim_pid = 0;
+	if (lease->state == TENURE_HELD)
+		tenure_keeper_due(tenure_expiry(lease));
+	return true;
+}
+
+/*
+ * A claim that passed its PRE_COMMIT check aborted: nothing changes.
+ * Returns whether it had passed it.  Between begin_update and end_update;
+ * cannot fail.
+ */
+bool
+tenure_state_cancel_claim(const TenureKey *key)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	lease = tenure_find(key);
+	return lease != NULL && tenure_claim_done(lease);
+}
+
+/*
+ * Claims committed: "claims" epochs claimed in a row by holder, the given
+ * epoch the last of them.  Its PRE_COMMIT check
+ * kept holder's tenure from expiring or being reserved since; if it ended
+ * all the same (its session-bound holder's backend exited, the keeper
+ * revoked it), the end covers the claimed epoch, so that the history
+ * writer closes the claim's row too.
  */
 void
-tenure_state_publish_claim(const TenureKey *key, int64 epoch, int64 claims)
+tenure_state_publish_claim(const TenureKey *key, int64 epoch, int64 claims,
+						   const char *holder)
 {
 	TenureLease *lease;
 
@@ -2516,12 +2651,20 @@ tenure_state_publish_claim(const TenureKey *key, int64 epoch, int64 claims)
 	lease = tenure_find(key);
 	if (lease == NULL)
 		return;
+	(void) tenure_claim_done(lease);
+	if (lease->state != TENURE_HELD && lease->ended_reason != TENURE_END_NONE &&
+		lease->ended_epoch == lease->epoch && lease->ended_epoch < epoch &&
+		strcmp(lease->ended_holder, holder) == 0)
+	{
+		lease->ended_epoch = epoch;
+		tenure_history_due(lease->key.dbid, tenure_mono_now());
+	}
 	{
 		TenureTransition *t = tenure_transition(TENURE_TRANSITION_CLAIM, lease);
 
 		if (t != NULL)
 		{
-			memcpy(t->holder, lease->holder, sizeof(t->holder));
+			strlcpy(t->holder, holder, sizeof(t->holder));
 			t->epoch = Max(lease->epoch, epoch);
 			t->prev_epoch = lease->epoch;
 		}
@@ -2852,7 +2995,7 @@ tenure_keeper_tend(TenureLease *lease, int64 now, bool let_go,
 	AssertLockedExclusive();
 	*linger = 0;
 	if (lease->state == TENURE_HELD && now >= tenure_expiry(lease) &&
-		!lease->handoff_pending)
+		!tenure_change_committing(lease))
 	{
 		tenure_end(lease, TENURE_END_EXPIRED, now);
 		changed = true;
@@ -2988,11 +3131,12 @@ tenure_state_keeper_pass(int64 now, int64 next, TenureRevoked *revoked,
 			changed |= tenure_keeper_tend(lease, now, let_go, revoked,
 										  maxrevoked, nrevoked, &linger);
 			/*
-			 * (A tenure being handed over does not expire until the handoff
-			 * commits, perhaps after a synchronous replication wait; its
-			 * publication or cancellation sets the keeper's next look.)
+			 * (A tenure being handed over or claimed does not expire until
+			 * the handoff or claim commits, perhaps after a synchronous
+			 * replication wait; its publication or cancellation sets the
+			 * keeper's next look.)
 			 */
-			if (lease->state == TENURE_HELD && !lease->handoff_pending)
+			if (lease->state == TENURE_HELD && !tenure_change_committing(lease))
 				due = Min(due, tenure_expiry(lease));
 			if (linger != 0)
 			{

@@ -19,6 +19,10 @@
  * state.c).  At PRE_COMMIT, before the commit record, a transaction whose
  * reservation expired (or was taken over) fails; one whose reservation is
  * still valid marks it committing, after which nobody takes it over.
+ * Claims and handoffs are checked the same way: one whose holder's tenure
+ * ended (expired, above all) fails; otherwise the tenure is marked, and
+ * neither expires nor can be reserved until the COMMIT publishes the
+ * change or the abort cancels it.
  *
  * DROP EXTENSION pg_tenure and DROP DATABASE (seen by the object access
  * hook, tenure.c) end every tenure of their database when they commit and
@@ -58,6 +62,7 @@ typedef struct TenureAction
 	int64		claims;			/* CLAIM: epochs claimed in a row (see
 								 * tenure_txn_remember) */
 	/* HANDOFF: epoch is the successor's; old_epoch the holder's */
+	/* CLAIM: old_epoch is the holder's tenure's when it claimed */
 	int64		old_epoch;
 	bool		session_bound;
 	char	   *holder;
@@ -106,10 +111,7 @@ tenure_txn_latest(const TenureKey *key)
  * one of its parents (a committed subtransaction hands its actions to its
  * parent, an aborted one drops them).  So a release equal to one
  * remembered already adds nothing: whenever it would be published, that
- * one is too.  A claim that follows a claim of the same lease made in the
- * same subtransaction is merged into it: published together, they set the
- * lease's epoch to the later one and count both, as two actions would;
- * that subtransaction's abort drops both, also as two actions would.
+ * one is too.  (Claims: tenure_txn_remember_claim().)
  */
 void
 tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
@@ -119,30 +121,17 @@ tenure_txn_remember(TenureActionKind kind, const TenureKey *key,
 	TenureAction *act;
 	SubTransactionId subid = GetCurrentSubTransactionId();
 
-	if (kind == TENURE_ACT_RELEASE || kind == TENURE_ACT_CLAIM)
+	Assert(kind != TENURE_ACT_CLAIM);	/* tenure_txn_remember_claim() */
+	if (kind == TENURE_ACT_RELEASE)
 	{
 		ListCell   *lc;
 
-		if (kind == TENURE_ACT_RELEASE)
+		foreach(lc, tenure_actions)
 		{
-			foreach(lc, tenure_actions)
-			{
-				act = lfirst(lc);
-				if (act->kind == TENURE_ACT_RELEASE && act->epoch == epoch &&
-					memcmp(&act->key, key, sizeof(TenureKey)) == 0)
-					return;
-			}
-		}
-		else
-		{
-			act = tenure_txn_latest(key);
-			if (act != NULL && act->kind == TENURE_ACT_CLAIM &&
-				act->subid == subid)
-			{
-				act->epoch = Max(act->epoch, epoch);
-				act->claims++;
+			act = lfirst(lc);
+			if (act->kind == TENURE_ACT_RELEASE && act->epoch == epoch &&
+				memcmp(&act->key, key, sizeof(TenureKey)) == 0)
 				return;
-			}
 		}
 	}
 
@@ -234,6 +223,61 @@ tenure_txn_notify(const char *event, const char *lease, const char *payload)
 	note->payload = pstrdup(payload);
 	tenure_notes = lappend(tenure_notes, note);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Remember a claim_epoch() of the current (sub)transaction: holder, whose
+ * tenure was at old_epoch, claimed epoch.
+ */
+void
+tenure_txn_remember_claim(const TenureKey *key, int64 epoch, int64 old_epoch,
+						  const char *holder)
+{
+	MemoryContext old;
+	TenureAction *act = tenure_txn_latest(key);
+
+	/* merged into a claim of the same tenure in this subtransaction */
+	if (act != NULL && act->kind == TENURE_ACT_CLAIM &&
+		act->subid == GetCurrentSubTransactionId() &&
+		act->old_epoch == old_epoch && strcmp(act->holder, holder) == 0)
+	{
+		act->epoch = Max(act->epoch, epoch);
+		act->claims++;
+		return;
+	}
+
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	act = palloc0(sizeof(TenureAction));
+	act->claims = 1;
+	act->kind = TENURE_ACT_CLAIM;
+	act->key = *key;
+	act->epoch = epoch;
+	act->old_epoch = old_epoch;
+	act->holder = pstrdup(holder);
+	act->subid = GetCurrentSubTransactionId();
+	tenure_actions = lappend(tenure_actions, act);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The latest epoch this transaction claimed of the lease and has not
+ * rolled back, or 0.
+ */
+int64
+tenure_txn_claimed_epoch(const TenureKey *key)
+{
+	ListCell   *lc;
+	int64		epoch = 0;
+
+	foreach(lc, tenure_actions)
+	{
+		TenureAction *act = lfirst(lc);
+
+		if (act->kind == TENURE_ACT_CLAIM &&
+			memcmp(&act->key, key, sizeof(TenureKey)) == 0)
+			epoch = Max(epoch, act->epoch);
+	}
+	return epoch;
 }
 
 /*
@@ -331,6 +375,8 @@ tenure_txn_cancel(TenureAction *act)
 {
 	if (act->kind == TENURE_ACT_HANDOFF)
 		return tenure_state_cancel_handoff(&act->key);
+	if (act->kind == TENURE_ACT_CLAIM)
+		return tenure_state_cancel_claim(&act->key);
 	if (act->kind != TENURE_ACT_ACQUIRE)
 		return false;
 	return tenure_state_cancel(&act->key, act->token);
@@ -349,7 +395,8 @@ tenure_txn_publish(TenureAction *act, int64 now)
 			tenure_state_publish_acquire(&act->key, act->token);
 			break;
 		case TENURE_ACT_CLAIM:
-			tenure_state_publish_claim(&act->key, act->epoch, act->claims);
+			tenure_state_publish_claim(&act->key, act->epoch, act->claims,
+									   act->holder);
 			break;
 		case TENURE_ACT_RELEASE:
 			tenure_state_publish_release(&act->key, now);
@@ -405,6 +452,24 @@ tenure_txn_check_reservation(const TenureAction *act)
 }
 
 /*
+ * PRE_COMMIT of a claim_epoch(): the holder must still hold the tenure it
+ * claimed in, live; then the claim is committing (see
+ * tenure_state_claim_commit()).  An ERROR here aborts the transaction
+ * before its commit record, the epoch and history rows it wrote with it.
+ */
+static void
+tenure_txn_check_claim(const TenureAction *act)
+{
+	if (!tenure_state_claim_commit(&act->key, act->holder, act->old_epoch))
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("claim of lease \"%s\" by \"%s\" failed: its tenure ended before the transaction committed",
+						act->key.name, act->holder),
+				 errdetail("A claim commits only within its holder's live tenure; this one expired or ended while the transaction ran. Nothing of the claim is committed."),
+				 errhint("Commit claims within the ttl, or acquire the lease again and claim in a new transaction.")));
+}
+
+/*
  * PRE_COMMIT of a handoff(): the holder must still hold the tenure it had,
  * and the successor still wait; then the handoff is committing (see
  * tenure_state_handoff_commit()).  An ERROR here aborts the transaction,
@@ -421,9 +486,10 @@ tenure_txn_check_handoff(const TenureAction *act)
 		case TENURE_HANDOFF_NOT_HOLDER:
 			ereport(ERROR,
 					(errcode(ERRCODE_TENURE_LEASE_HELD),
-					 errmsg("handoff of lease \"%s\" failed: \"%s\" no longer holds it",
+					 errmsg("handoff of lease \"%s\" by \"%s\" failed: its tenure ended before the transaction committed",
 							act->key.name, act->holder),
-					 errdetail("Its tenure ended, or its epoch changed, before the transaction committed.")));
+					 errdetail("A handoff commits only within its holder's live tenure; this one expired or ended while the transaction ran. Nothing of the handoff is committed."),
+					 errhint("Commit handoffs within the ttl, or acquire the lease again and hand it over in a new transaction.")));
 			break;
 		case TENURE_HANDOFF_BUSY:
 			ereport(ERROR,
@@ -442,9 +508,10 @@ tenure_txn_check_handoff(const TenureAction *act)
 }
 
 /*
- * PRE_COMMIT: acquisitions must still hold their reservation; new tenures
- * and claims take their lease's fence lock in ExclusiveLock mode, fenced
- * writes in RowExclusiveLock mode, and are checked (fence.c).
+ * PRE_COMMIT: acquisitions must still hold their reservation, claims and
+ * handoffs their holder's tenure; new tenures and claims take their
+ * lease's fence lock in ExclusiveLock mode, fenced writes in
+ * RowExclusiveLock mode, and are checked (fence.c).
  */
 static void
 tenure_txn_precommit(void)
@@ -457,6 +524,8 @@ tenure_txn_precommit(void)
 
 		if (act->kind == TENURE_ACT_ACQUIRE && act->epoch != 0)
 			tenure_txn_check_reservation(act);
+		if (act->kind == TENURE_ACT_CLAIM)
+			tenure_txn_check_claim(act);
 		if (act->kind == TENURE_ACT_HANDOFF)
 			tenure_txn_check_handoff(act);
 	}

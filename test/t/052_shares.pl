@@ -32,19 +32,24 @@ CREATE EXTENSION pg_tenure;
 GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text) TO alice;
 });
 
-# mallory takes as many slots as she can, with a one-day ttl
-my $got = 0;
-my $err = '';
-for my $i (1 .. 16)
+# As role, create leases prefix1 .. prefixN and acquire each, up to n or
+# until an acquire fails; the number acquired and the error.
+sub take
 {
-	my ($ret, $out, $stderr) = $node->psql('postgres',
-		"SET ROLE mallory; SELECT tenure.create_lease('m$i', ttl => '1 day');"
-		  . " SELECT tenure.acquire('m$i', 'mallory') IS NOT NULL",
-		on_error_stop => 1, extra_params => ['-v', 'VERBOSITY=verbose']);
-	if ($ret == 0) { $got++; next; }
-	$err = $stderr;
-	last;
+	my ($role, $prefix, $n) = @_;
+	for my $i (1 .. $n)
+	{
+		my ($ret, $out, $stderr) = $node->psql('postgres',
+			"SET ROLE $role; SELECT tenure.create_lease('$prefix$i', ttl => '1 day');"
+			  . " SELECT tenure.acquire('$prefix$i', '$role') IS NOT NULL",
+			on_error_stop => 1, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+		return ($i - 1, $stderr) if $ret != 0;
+	}
+	return ($n, '');
 }
+
+# mallory takes as many slots as she can, with a one-day ttl
+my ($got, $err) = take('mallory', 'm', 16);
 is($got, 8, 'one role holds at most its share: 8 of 16 slots');
 like($err, qr/ERROR:  53400: role "mallory" holds its share of lease slots/,
 	'the 9th acquire fails with 53400 naming the role');
@@ -64,17 +69,7 @@ is($node->safe_psql('other',
 	'alice', 'its tenure shows its role');
 
 # the database's share: bob takes 4 more in postgres (8 + 4 = 12 = 75%)
-$got = 0;
-for my $i (1 .. 8)
-{
-	my ($ret, $out, $stderr) = $node->psql('postgres',
-		"SET ROLE bob; SELECT tenure.create_lease('b$i');"
-		  . " SELECT tenure.acquire('b$i', 'bob') IS NOT NULL",
-		on_error_stop => 1, extra_params => ['-v', 'VERBOSITY=verbose']);
-	if ($ret == 0) { $got++; next; }
-	$err = $stderr;
-	last;
-}
+($got, $err) = take('bob', 'b', 8);
 is($got, 4, 'a database holds at most its share: 12 of 16 slots');
 like($err, qr/ERROR:  53400: database "postgres" holds its share of lease slots/,
 	'then acquire fails with 53400 naming the database');

@@ -59,6 +59,43 @@ $bg->quit;
 $offset = log_line('the end of a session-bound tenure is logged',
 	qr/LOG:  lease "tr": tenure of "c" at epoch $e4 ended \(session ended\)\n/, $offset);
 
+# A claim past its COMMIT check is logged under its own holder, also when
+# its tenure's ttl runs out while the commit waits (here for the fence
+# lock, held as a committing fenced writer holds it): the tenure does not
+# expire, and nobody acquires the lease, until the claim is published.
+$node->safe_psql('postgres',
+	"SELECT tenure.create_lease('tr_late', ttl => '1 s', holdoff => '0')");
+my $ca = $node->background_psql('postgres');
+my $l1 = $ca->query_safe("SELECT tenure.acquire('tr_late', 'a')");
+my $lk = $node->background_psql('postgres');
+$lk->query_safe('BEGIN');
+$lk->query_safe(
+	"DO \$\$ BEGIN EXECUTE format('LOCK TABLE %s IN ROW EXCLUSIVE MODE',"
+	  . " (SELECT fence_lock FROM tenure.leases WHERE lease = 'tr_late')); END \$\$");
+my $ca_pid = $ca->query_safe('SELECT pg_backend_pid()');
+$ca->query_safe('BEGIN');
+my $l2 = $ca->query_safe("SELECT tenure.claim_epoch('tr_late', 'a')");
+$offset = -s $node->logfile;
+$ca->query_until(qr/started/, "\\echo started\nCOMMIT;\n");
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $ca_pid"),
+	'the claim waits at COMMIT for the fence lock');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT NOT EXISTS (SELECT FROM tenure.leases WHERE lease = 'tr_late' AND holder = 'a')"),
+	"a's ttl has passed");
+# (an acquisition that waited for the claim's row lock instead would fail)
+is( $node->safe_psql(
+		'postgres',
+		"SET lock_timeout = '30 s';"
+		  . " SELECT coalesce(tenure.acquire('tr_late', 'b'), 0)"),
+	'0', 'b finds the lease busy while the claim commits');
+$lk->query_safe('COMMIT');
+$offset = log_line('the claim is logged under the holder that claimed',
+	qr/LOG:  lease "tr_late": "a" claimed epoch $l2 after epoch $l1\n/, $offset);
+$_->quit for ($lk, $ca);
+
 is( $node->safe_psql(
 		'postgres',
 		"SELECT tenures || '/' || released || '/' || expired || '/' || session_ended || '/' || claims"
