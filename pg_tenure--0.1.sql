@@ -114,6 +114,10 @@ CREATE TABLE tenure.history (
 	issued_sysid bigint,
 	issued_tli bigint,
 	base bigint NOT NULL DEFAULT 0,
+	-- the lease's ttl when the epoch was issued: after a server restart, a
+	-- lease created again under the name of a lease dropped while this
+	-- tenure was open keeps its holder's hold-off (ready + this ttl)
+	ttl interval,
 	PRIMARY KEY (lease, epoch)
 );
 CREATE INDEX history_open ON tenure.history (lease) WHERE ended IS NULL;

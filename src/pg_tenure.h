@@ -84,6 +84,9 @@ typedef struct TenureRow
 	int64		epoch;
 	int			fence_lock;
 	bool		own;			/* written by this (uncommitted) transaction */
+	/* set by tenure_load_committed() only: */
+	int64		restart_ttl_us; /* the ttl a holder from before the server
+								 * went down may believe in (at least ttl_us) */
 } TenureRow;
 
 /*

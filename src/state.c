@@ -58,7 +58,8 @@
  * taken for the new lease.  When all tenure.max_leases slots are taken, a
  * new entry replaces one that nobody needs: FREE (no tenure, no pending
  * acquisition), no advisory lock held or wanted, and no hold-off bound
- * (pred_expiry_mono) still in the future.  The replaced entry's lease is
+ * (pred_expiry_mono) still in the future, dropped or not.  The replaced
+ * entry's lease is
  * rebuilt from its row when it is next used.  What that loses: an end
  * reason and time not yet written to the history (the next tenure of the
  * lease closes the row as "expired", with the time it does so), the
@@ -67,7 +68,8 @@
  * dropped leases (dropped) are kept until their slot is needed, and
  * evicted first: when the name is created again, its next epoch still
  * exceeds the dropped lease's latest, also after DROP EXTENSION and a
- * restore of an older dump.
+ * restore of an older dump, and its first tenure waits out the hold-off
+ * bound of the dropped lease's last one (src/README, H1).
  *
  * A PENDING reservation lasts at most the ttl from acquired_mono.  Past
  * that, another backend may take the lease over, unless the reservation
@@ -933,8 +935,10 @@ tenure_evictable(const TenureLease *lease, int64 now, bool *soon)
 	AssertLockedExclusive();
 	if (lease->lock_wanted || lease->handoff_pending)
 		return false;
-	if (!lease->dropped &&
-		(lease->state != TENURE_FREE || lease->pred_expiry_mono > now))
+	/* a dropped lease's bound waits for the name's next lease */
+	if (lease->pred_expiry_mono > now)
+		return false;
+	if (!lease->dropped && lease->state != TENURE_FREE)
 		return false;
 	if (lease->lock_held)
 	{
@@ -1018,11 +1022,12 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 
 	/*
 	 * A former holder may believe in its tenure until its last renewal plus
-	 * the ttl, unless it said it was done.  An earlier holder whose belief
-	 * delayed this tenure's start may still believe: keep its bound.
+	 * the ttl, unless it said it was done; a drop is not its word, and the
+	 * bound outlives the drop (tenure_state_load()).  An earlier holder
+	 * whose belief delayed this tenure's start may still believe: keep its
+	 * bound.
 	 */
-	if (reason != TENURE_END_RELEASED && reason != TENURE_END_DROPPED &&
-		reason != TENURE_END_HANDED)
+	if (reason != TENURE_END_RELEASED && reason != TENURE_END_HANDED)
 		lease->pred_expiry_mono = Max(lease->pred_expiry_mono, expiry);
 
 	lease->ended_mono = reason == TENURE_END_EXPIRED ? Min(expiry, now) : now;
@@ -1921,14 +1926,18 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 		 * A new entry, or one of a lease dropped (and perhaps created
 		 * again under its name, or its extension dropped and created
 		 * again): nothing of it carries over but the latest epoch, a floor
-		 * for the name's next epoch even after a restore of an older dump.
+		 * for the name's next epoch even after a restore of an older dump,
+		 * and the hold-off bound of its former holders, who may believe
+		 * in their tenures whatever became of the lease.
 		 */
 		bool		lock_held = found && lease->lock_held;
 		LOCKTAG		held_tag;
 		int64		floor = found ? lease->epoch : 0;
+		int64		bound;
 
 		if (found && lease->state == TENURE_HELD)
 			tenure_end(lease, TENURE_END_DROPPED, now);
+		bound = found ? lease->pred_expiry_mono : 0;
 		if (lock_held)
 			held_tag = lease->held_tag;
 		/* keep lock_held and held_tag: they belong to the keeper */
@@ -1942,13 +1951,21 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 		}
 		/* except the name's epochs, which never go back */
 		lease->epoch = floor;
+		lease->pred_expiry_mono = bound;
 		lease->loaded_in_recovery = RecoveryInProgress();
-		/* a holder from before the server went down may still believe */
+
+		/*
+		 * A holder from before the server went down may still believe, by
+		 * the ttl it knew: that of its tenure's history row if longer (a
+		 * lease dropped and created again with a shorter one).
+		 */
 		if (open_at_shutdown)
 		{
-			lease->pred_expiry_mono = (tenure_shared->ready_mono != 0 ?
-									   tenure_shared->ready_mono :
-									   now) + row->ttl_us;
+			lease->pred_expiry_mono = Max(bound,
+										  (tenure_shared->ready_mono != 0 ?
+										   tenure_shared->ready_mono :
+										   now) +
+										  Max(row->ttl_us, row->restart_ttl_us));
 			/* its tenure ended when the server went down */
 			lease->counters.restarted++;
 		}
@@ -2407,7 +2424,8 @@ tenure_state_publish_drop(const TenureKey *key, int64 lease_id, int64 now)
 /*
  * DROP EXTENSION or DROP DATABASE committed: end every tenure and pending
  * acquisition of database dbid and mark its entries dropped; the keeper
- * lets their locks go.  A pending acquisition's COMMIT then fails at
+ * lets their locks go, and the entries of a dropped database go as soon as
+ * their slots are needed.  A pending acquisition's COMMIT then fails at
  * PRE_COMMIT.
  */
 void
@@ -2429,6 +2447,15 @@ tenure_state_drop_database(Oid dbid, int64 now)
 		/* the history went with the extension, or there is none to write */
 		lease->ended_reason = TENURE_END_NONE;
 		lease->dropped = true;
+
+		/*
+		 * A dropped database's leases have no successor (a database created
+		 * again has a new OID): their hold-off bounds keep no slot.  After
+		 * DROP EXTENSION, which runs in its own database (DROP DATABASE never
+		 * does), leases created again under the names inherit them.
+		 */
+		if (dbid != MyDatabaseId)
+			lease->pred_expiry_mono = 0;
 		/* its lock goes at once */
 		lease->lock_linger_mono = 0;
 		if (lease->lock_held)
