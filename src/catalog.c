@@ -258,6 +258,7 @@ tenure_row_from_spi(const char *name, TenureRow *row)
 	row->own = TransactionIdIsCurrentTransactionId((TransactionId)
 												   tenure_spi_int8(8, NULL));
 	row->restart_ttl_us = row->ttl_us;
+	row->settings_gen = 0;		/* never current: see tenure_load_committed() */
 	if (row->fence_lock < 0 || row->fence_lock >= TENURE_FENCE_LOCKS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -307,8 +308,9 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
  * it must never be built from a REPEATABLE READ snapshot that predates a
  * drop and re-creation of the lease.  Also sets *open_at_shutdown (see
  * tenure_open_at_shutdown()) and row->restart_ttl_us from the same
- * snapshot.  Inside an SPI session.  Returns false for an unknown lease if
- * missing_ok, else fails with 42704.
+ * snapshot, and row->settings_gen from before it (state.c).  Inside an
+ * SPI session.  Returns false for an unknown lease if missing_ok, else
+ * fails with 42704.
  */
 bool
 tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
@@ -318,9 +320,13 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 	Oid			argtypes[1] = {TEXTOID};
 	int			rc;
 
+	uint64		gen;
 	int64		history_ttl_us = 0;
 
 	args[0] = CStringGetTextDatum(name);
+
+	/* before the snapshot: an alter_lease it misses raised it since */
+	gen = tenure_state_settings_gen();
 
 	/*
 	 * A read-only SPI statement runs under the active snapshot instead of
@@ -339,6 +345,7 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 		tenure_no_such_lease(name);
 	}
 	tenure_row_from_spi(name, row);
+	row->settings_gen = gen;
 	if (open_at_shutdown != NULL)
 		*open_at_shutdown = tenure_open_at_shutdown(name, &history_ttl_us);
 	row->restart_ttl_us = Max(row->ttl_us, history_ttl_us);
@@ -934,9 +941,11 @@ tenure_ensure_entry(const char *name, const TenureKey *key)
 
 /*
  * Find the lease's shared entry, creating it from its row if needed; row
- * comes from tenure_load_committed().  Fails with 53400 when the table is
- * full of leases in use.  open_at_shutdown: see tenure_load_committed();
- * applied when the entry is built.
+ * comes from tenure_load_committed(), and is read again if an alter_lease
+ * committed since (state.c).  Fails with 53400 when the table is full of
+ * leases in use; returns without an entry if the lease is gone.
+ * open_at_shutdown: see tenure_load_committed(); applied when the entry
+ * is built.
  */
 void
 tenure_load_entry(const TenureKey *key, const TenureRow *row,
@@ -945,10 +954,30 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 	int64		now = tenure_mono_now();
 	int64		deadline = now + TENURE_KEEPER_WAIT_US;
 	TenureLoadResult r;
+	TenureRow	again;
 
-	while ((r = tenure_state_load(key, row, open_at_shutdown, now)) == TENURE_LOAD_SOON &&
-		   now < deadline)
+	for (;;)
 	{
+		r = tenure_state_load(key, row, open_at_shutdown, now);
+		if (r == TENURE_LOAD_RETRY)
+		{
+			TenureSpi	spi;
+			bool		exists;
+
+			/* an alter_lease committed since the row was read: read it again */
+			tenure_spi_begin(&spi);
+			exists = tenure_load_committed(key->name, &again, true,
+										   &open_at_shutdown);
+			tenure_spi_end(&spi);
+			if (!exists)
+				return;			/* dropped meanwhile: the caller finds out */
+			row = &again;
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
+		if (r != TENURE_LOAD_SOON || now >= deadline)
+			break;
+
 		/* a lease was just released: the keeper is letting its lock go */
 		tenure_wake_keeper();
 		tenure_state_prepare_wait();

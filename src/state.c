@@ -23,7 +23,9 @@
  *   two: an entry's renewed_mono, which renew raises under the lock in
  *   shared mode with a compare-and-swap (it only ever grows while a tenure
  *   lasts; readers read it once), and the epoch clock, which has its own
- *   spinlock.  Verbs
+ *   spinlock.  settings_gen is an atomic that only grows, raised under the
+ *   lock in exclusive mode and read without it by
+ *   tenure_state_settings_gen() (see "Settings" below).  Verbs
  *   that run under a lock their caller took (the publish_* verbs, between
  *   tenure_state_begin_update() and tenure_state_end_update()) and the
  *   static helpers that need it assert that it is held, and in which mode.
@@ -58,8 +60,8 @@
  * taken for the new lease.  When all tenure.max_leases slots are taken, a
  * new entry replaces one that nobody needs: FREE (no tenure, no pending
  * acquisition), no advisory lock held or wanted, and no hold-off bound
- * (pred_expiry_mono) still in the future, dropped or not.  The replaced
- * entry's lease is
+ * (pred_expiry_mono) still in the future, dropped or not, and no
+ * alter_lease pinning it.  The replaced entry's lease is
  * rebuilt from its row when it is next used.  What that loses: an end
  * reason and time not yet written to the history (the next tenure of the
  * lease closes the row as "expired", with the time it does so), the
@@ -70,6 +72,16 @@
  * exceeds the dropped lease's latest, also after DROP EXTENSION and a
  * restore of an older dump, and its first tenure waits out the hold-off
  * bound of the dropped lease's last one (src/README, H1).
+ *
+ * Settings: an entry takes its settings from a row read by
+ * tenure_load_committed() and from the alter_lease transactions that
+ * commit afterwards (tenure_state_publish_alter()).  Each such commit
+ * raises settings_gen; a load whose row was read before the latest raise
+ * is refused (TENURE_LOAD_RETRY) and reads the row again, so a row read
+ * before an alter_lease committed never overwrites what it published.
+ * alter_lease changes that need a lease nobody uses (a new lock_key, a
+ * shorter ttl) pin the entry (altering_pid) from the call until its
+ * transaction ends: nobody reserves or evicts it meanwhile.
  *
  * A PENDING reservation lasts at most the ttl from acquired_mono.  Past
  * that, another backend may take the lease over, unless the reservation
@@ -157,6 +169,7 @@ typedef struct TenureLease
 	bool		has_lock_key;
 	int64		lock_key;
 	bool		dropped;		/* dropped; its slot is the first to go */
+	int			altering_pid;	/* alter_lease pinned it (see the header) */
 	bool		loaded_in_recovery; /* epoch cache not to be trusted */
 
 	/* the current or pending tenure */
@@ -293,6 +306,9 @@ typedef struct TenureShared
 
 	/* backends that have run LISTEN tenure (see tenure_state_listening()) */
 	pg_atomic_uint32 listeners;
+
+	/* alter_lease commits so far (see the header, "Settings") */
+	pg_atomic_uint64 settings_gen;
 } TenureShared;
 
 /*
@@ -613,6 +629,7 @@ tenure_shmem_init(void)
 		/* keep it positive: it is stored in a bigint column */
 		tenure_shared->boot_id = (int64) (boot_id & PG_INT64_MAX);
 		pg_atomic_init_u32(&tenure_shared->listeners, 0);
+		pg_atomic_init_u64(&tenure_shared->settings_gen, 0);
 	}
 
 	memset(&info, 0, sizeof(info));
@@ -933,7 +950,7 @@ static bool
 tenure_evictable(const TenureLease *lease, int64 now, bool *soon)
 {
 	AssertLockedExclusive();
-	if (lease->lock_wanted || lease->handoff_pending)
+	if (lease->lock_wanted || lease->handoff_pending || lease->altering_pid != 0)
 		return false;
 	/* a dropped lease's bound waits for the name's next lease */
 	if (lease->pred_expiry_mono > now)
@@ -1876,6 +1893,21 @@ tenure_state_reserved(const TenureKey *key, uint64 token)
 	return result;
 }
 
+/*
+ * How many alter_lease transactions have committed since the server
+ * started.  tenure_load_committed() reads it before its snapshot (see the
+ * header, "Settings").
+ */
+uint64
+tenure_state_settings_gen(void)
+{
+	uint64		gen = pg_atomic_read_u64(&tenure_shared->settings_gen);
+
+	/* read before the snapshot that reads the row */
+	pg_memory_barrier();
+	return gen;
+}
+
 /* ---------------------------------------------------------------------
  * Writers: change entries under the LWLock in exclusive mode.
  * ---------------------------------------------------------------------
@@ -1897,6 +1929,12 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 	bool		soon;
 
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	/* an alter_lease committed after the row was read: it may be older */
+	if (row->settings_gen != pg_atomic_read_u64(&tenure_shared->settings_gen))
+	{
+		LWLockRelease(tenure_shared->lock);
+		return TENURE_LOAD_RETRY;
+	}
 	lease = tenure_enter_entry(key, now, &found, &soon);
 	if (lease == NULL)
 	{
@@ -2070,6 +2108,18 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		return TENURE_RESERVE_BUSY;
 	}
 
+	if (lease->altering_pid != 0 && lease->state == TENURE_FREE)
+	{
+		/* alter_lease changes what a lease nobody uses may change: its end wakes us */
+		Assert(lease->altering_pid != MyProcPid);
+		memset(busy, 0, sizeof(TenureBusy));
+		busy->altering = true;
+		LWLockRelease(tenure_shared->lock);
+		if (ended)
+			tenure_changed(false);
+		return TENURE_RESERVE_BUSY;
+	}
+
 	if (tenure_pending_expired(lease, now) && !tenure_pending_mine(lease))
 	{
 		/*
@@ -2097,6 +2147,7 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		{
 			busy->foreign = false;
 			busy->no_memory = false;
+			busy->altering = false;
 			strlcpy(busy->holder, lease->holder, sizeof(busy->holder));
 			busy->epoch = lease->state == TENURE_HELD ? lease->epoch : 0;
 			busy->since = lease->acquired_wall;
@@ -2231,6 +2282,34 @@ tenure_state_commit_reservation(const TenureKey *key, uint64 token,
 		*ttl_us = lease->ttl_us;
 	LWLockRelease(tenure_shared->lock);
 	return valid;
+}
+
+/*
+ * alter_lease() of the lease with the given id is about to change what
+ * needs a lease nobody uses (its lock_key, or a shorter ttl): if nobody
+ * holds, acquires or hands it over now, pin its entry until the
+ * transaction ends (tenure_state_publish_alter(),
+ * tenure_state_cancel_alter()), so that nobody reserves or evicts it
+ * meanwhile.  A former holder's hold-off bound is kept: it was computed
+ * with the ttl that holder knew.
+ */
+TenureAlterCheck
+tenure_state_alter_pin(const TenureKey *key, int64 lease_id)
+{
+	TenureLease *lease;
+	TenureAlterCheck result = TENURE_ALTER_OK;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease == NULL || lease->dropped || lease->lease_id != lease_id)
+		result = TENURE_ALTER_NO_ENTRY;
+	else if (lease->state != TENURE_FREE || lease->handoff_pending ||
+			 lease->lock_wanted || lease->altering_pid != 0)
+		result = TENURE_ALTER_IN_USE;
+	else
+		lease->altering_pid = MyProcPid;
+	LWLockRelease(tenure_shared->lock);
+	return result;
 }
 
 /*
@@ -2461,6 +2540,63 @@ tenure_state_drop_database(Oid dbid, int64 now)
 		if (lease->lock_held)
 			tenure_keeper_notice(lease);
 	}
+}
+
+/*
+ * alter_lease() committed the settings in row (the lease's new row): its
+ * entry, if it has one, takes them, and loads of rows read before now must
+ * read them again.  A longer ttl applies to the current tenure at once; a
+ * hold-off applies to tenures that start from now on.  A new lock_key or a
+ * shorter ttl came with the entry pinned (pinned), nobody using it.
+ */
+void
+tenure_state_publish_alter(const TenureKey *key, const TenureRow *row,
+						   bool pinned)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	pg_atomic_fetch_add_u64(&tenure_shared->settings_gen, 1);
+	lease = tenure_find(key);
+	if (lease == NULL || lease->dropped || lease->lease_id != row->id)
+		return;
+	if (pinned && lease->altering_pid == MyProcPid)
+		lease->altering_pid = 0;
+	Assert(lease->state == TENURE_FREE || row->ttl_us >= lease->ttl_us);
+	lease->ttl_us = row->ttl_us;
+	lease->holdoff_us = row->holdoff_us;
+	if (lease->has_lock_key != row->has_lock_key ||
+		(row->has_lock_key && lease->lock_key != row->lock_key))
+	{
+		Assert(lease->state == TENURE_FREE && !lease->lock_wanted);
+		lease->has_lock_key = row->has_lock_key;
+		lease->lock_key = row->has_lock_key ? row->lock_key : 0;
+		/* a lingering lock under the old key goes at once */
+		lease->lock_linger_mono = 0;
+		if (lease->lock_held)
+			tenure_keeper_notice(lease);
+	}
+	if (lease->state == TENURE_HELD)
+		tenure_keeper_due(tenure_expiry(lease));
+}
+
+/*
+ * An alter_lease() that pinned the lease's entry (pinned) will not commit:
+ * unpin it.  True if it was pinned.
+ */
+bool
+tenure_state_cancel_alter(const TenureKey *key, bool pinned)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	if (!pinned)
+		return false;
+	lease = tenure_find(key);
+	if (lease == NULL || lease->altering_pid != MyProcPid)
+		return false;
+	lease->altering_pid = 0;
+	return true;
 }
 
 /*

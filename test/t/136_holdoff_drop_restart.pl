@@ -5,7 +5,8 @@
 # restart ends every tenure too, and its rule (the successor is active no
 # earlier than the time the server became ready plus the ttl) must then
 # count the dropped tenure, with the dropped lease's ttl, not the
-# (shorter) ttl of the lease created again under its name.  Nothing here
+# (shorter) ttl of the lease created again under its name; also when the
+# ttl was lengthened by alter_lease while the tenure lasted.  Nothing here
 # waits for the hold-off to pass: active_from and leader_is show it.
 
 use strict;
@@ -51,15 +52,31 @@ $node->safe_psql(
 	SELECT tenure.create_lease('early', ttl => '1 s');
 });
 
+# 'longer': its ttl lengthened while held, then dropped before the restart.
+$node->safe_psql('postgres',
+	"SELECT tenure.create_lease('longer', ttl => '1 s')");
+hold('longer');
+$node->safe_psql('postgres',
+	"SELECT tenure.alter_lease('longer', ttl => '1 min')");
+$old{longer} = $node->safe_psql('postgres',
+	"SELECT expires FROM tenure.leases WHERE lease = 'longer'");
+is( $node->safe_psql(
+		'postgres',
+		"SELECT expires - last_renewed FROM tenure.leases WHERE lease = 'longer'"),
+	'00:01:00',
+	'longer: the longer ttl applies to the tenure at once');
+$node->safe_psql('postgres', "SELECT tenure.drop_lease('longer')");
+
 $node->restart;
 ok($node->poll_query_until('postgres', $keeper_runs), 'the keeper runs');
 
 $node->safe_psql(
 	'postgres', q{
 	SELECT tenure.create_lease('late', ttl => '1 s');
+	SELECT tenure.create_lease('longer', ttl => '1 s');
 });
 
-for my $lease ('late', 'early')
+for my $lease ('late', 'early', 'longer')
 {
 	like($node->safe_psql('postgres', "SELECT tenure.acquire('$lease', 'new')"),
 		qr/^\d+$/, "$lease: 'new' acquires it at once");
