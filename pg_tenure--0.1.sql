@@ -114,6 +114,11 @@ CREATE TABLE tenure.history (
 	issued_sysid bigint,
 	issued_tli bigint,
 	base bigint NOT NULL DEFAULT 0,
+	-- the lease's ttl when the epoch was issued, raised by alter_lease while
+	-- the tenure lasts: after a server restart, a lease created again under
+	-- the name of a lease dropped while this tenure was open keeps its
+	-- holder's hold-off (ready + this ttl)
+	ttl interval,
 	PRIMARY KEY (lease, epoch)
 );
 CREATE INDEX history_open ON tenure.history (lease) WHERE ended IS NULL;
@@ -170,6 +175,18 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text) IS
 	'Create a lease owned by the current role';
 REVOKE ALL ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text) FROM PUBLIC;
+
+CREATE FUNCTION tenure.alter_lease(lease text, ttl interval DEFAULT NULL,
+								   holdoff interval DEFAULT NULL,
+								   lock_key bigint DEFAULT NULL,
+								   preferred text DEFAULT NULL,
+								   reset text[] DEFAULT '{}')
+RETURNS void
+AS 'MODULE_PATHNAME', 'tenure_alter_lease'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION tenure.alter_lease(text, interval, interval, bigint, text, text[]) IS
+	'Change a lease''s settings: those given (not NULL) take the value given, those named in reset (ttl, holdoff, lock_key, preferred) create_lease''s default';
 
 CREATE FUNCTION tenure.set_preferred(lease text, preferred text)
 RETURNS void

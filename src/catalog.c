@@ -46,7 +46,7 @@
 
 #include "pg_tenure.h"
 
-static bool tenure_open_at_shutdown(const char *name);
+static bool tenure_open_at_shutdown(const char *name, int64 *ttl_us);
 
 /*
  * The end reason of a tenure open when an earlier server went down, for a
@@ -296,6 +296,8 @@ tenure_row_from_spi(const char *name, TenureRow *row)
 	row->fence_lock = (int) tenure_spi_int8(7, NULL);
 	row->own = TransactionIdIsCurrentTransactionId((TransactionId)
 												   tenure_spi_int8(8, NULL));
+	row->restart_ttl_us = row->ttl_us;
+	row->settings_gen = 0;		/* never current: see tenure_load_committed() */
 	if (row->fence_lock < 0 || row->fence_lock >= TENURE_FENCE_LOCKS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -344,9 +346,10 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
  * transaction's snapshot is.  Shared memory outlives the transaction, so
  * it must never be built from a REPEATABLE READ snapshot that predates a
  * drop and re-creation of the lease.  Also sets *open_at_shutdown (see
- * tenure_open_at_shutdown()) from the same snapshot.  Inside an SPI
- * session.  Returns false for an unknown lease if missing_ok, else fails
- * with 42704.
+ * tenure_open_at_shutdown()) and row->restart_ttl_us from the same
+ * snapshot, and row->settings_gen from before it (state.c).  Inside an
+ * SPI session.  Returns false for an unknown lease if missing_ok, else
+ * fails with 42704.
  */
 bool
 tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
@@ -356,7 +359,13 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 	Oid			argtypes[1] = {TEXTOID};
 	int			rc;
 
+	uint64		gen;
+	int64		history_ttl_us = 0;
+
 	args[0] = CStringGetTextDatum(name);
+
+	/* before the snapshot: an alter_lease it misses raised it since */
+	gen = tenure_state_settings_gen();
 
 	/*
 	 * A read-only SPI statement runs under the active snapshot instead of
@@ -375,8 +384,10 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 		tenure_no_such_lease(name);
 	}
 	tenure_row_from_spi(name, row);
+	row->settings_gen = gen;
 	if (open_at_shutdown != NULL)
-		*open_at_shutdown = tenure_open_at_shutdown(name);
+		*open_at_shutdown = tenure_open_at_shutdown(name, &history_ttl_us);
+	row->restart_ttl_us = Max(row->ttl_us, history_ttl_us);
 	PopActiveSnapshot();
 	return true;
 }
@@ -384,20 +395,24 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 /*
  * Whether a holder from before this server became ready (a crash, restart
  * or promotion) may still believe it holds the lease: its latest tenure
- * was open when the earlier server went down, or its latest epoch was
- * issued on another timeline or cluster, whose last commits this server
- * may never have received.  Such a holder believes at most until the
- * time this server became ready plus the ttl.  Inside an SPI session,
- * under the snapshot tenure_load_committed() pushed.
+ * was open when the earlier server went down, or was dropped with its
+ * lease since (the name's lease was created again), or its latest epoch
+ * was issued on another timeline or cluster, whose last commits this
+ * server may never have received.  Such a holder believes at most until
+ * the time this server became ready plus the ttl it knew: *ttl_us is the
+ * ttl of the latest tenure's history row (0 if unknown), which the caller
+ * takes if it exceeds the lease's.  Inside an SPI session, under the
+ * snapshot tenure_load_committed() pushed.
  */
 static bool
-tenure_open_at_shutdown(const char *name)
+tenure_open_at_shutdown(const char *name, int64 *ttl_us)
 {
 	Datum		args[4];
 	Oid			argtypes[4] = {TEXTOID, INT8OID, INT8OID, INT8OID};
 	bool		isnull;
 	bool		result;
 	int			rc;
+	Datum		d;
 
 	args[0] = CStringGetTextDatum(name);
 	args[1] = Int64GetDatum(tenure_boot_id());
@@ -406,19 +421,25 @@ tenure_open_at_shutdown(const char *name)
 	rc = SPI_execute_with_args("SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id"
 							   "   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
 							   "   ORDER BY epoch DESC LIMIT 1) h"
-							   "  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) ANY ('{server restart,promoted}'))"
+							   "  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) ANY ('{server restart,promoted,dropped}'))"
 							   "  AND h.boot_id OPERATOR(pg_catalog.<>) $2)"
 							   " OR EXISTS (SELECT FROM tenure.lease l"
 							   "  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE"
 							   "   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1"
 							   "   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3"
-							   "    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END)",
+							   "    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END),"
+							   " (SELECT (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8"
+							   "   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+							   "   ORDER BY epoch DESC LIMIT 1)",
 							   4, argtypes, args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args returned %d for a lease's history", rc);
 	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 1, &isnull));
-	return result && !isnull;
+	result = result && !isnull;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	*ttl_us = isnull ? 0 : DatumGetInt64(d);
+	return result;
 }
 
 /*
@@ -861,7 +882,9 @@ tenure_issue_epoch(const char *name, int64 floor)
  * to the tenure.history_per_lease most recent.  Inside an SPI session,
  * after tenure_issue_epoch.  The row keeps the lease's base and where the
  * epoch was issued, so that create_lease can continue a dropped lease's
- * lineage.
+ * lineage, and its ttl, so that a lease created again under its name
+ * keeps the hold-off of a holder it dropped after a restart
+ * (tenure_open_at_shutdown()).
  *
  * Finding the rows beyond the most recent N costs a scan of N index
  * entries, so the trim runs only when the lease's committed tenures and
@@ -884,9 +907,9 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 	args[3] = BoolGetDatum(session_bound);
 	args[4] = Int64GetDatum(tenure_boot_id());
 	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
-					" boot_id, issued_sysid, issued_tli, base)"
+					" boot_id, issued_sysid, issued_tli, base, ttl)"
 					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
-					" issued_sysid, issued_tli, base FROM tenure.lease"
+					" issued_sysid, issued_tli, base, ttl FROM tenure.lease"
 					" WHERE name OPERATOR(pg_catalog.=) $1",
 					"titbi", args, NULL, SPI_OK_INSERT);
 
@@ -986,9 +1009,11 @@ tenure_ensure_entry(const char *name, const TenureKey *key)
 
 /*
  * Find the lease's shared entry, creating it from its row if needed; row
- * comes from tenure_load_committed().  Fails with 53400 when the table is
- * full of leases in use.  open_at_shutdown: see tenure_load_committed();
- * applied when the entry is built.
+ * comes from tenure_load_committed(), and is read again if an alter_lease
+ * committed since (state.c).  Fails with 53400 when the table is full of
+ * leases in use; returns without an entry if the lease is gone.
+ * open_at_shutdown: see tenure_load_committed(); applied when the entry
+ * is built.
  */
 void
 tenure_load_entry(const TenureKey *key, const TenureRow *row,
@@ -997,6 +1022,7 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 	int64		now = tenure_mono_now();
 	int64		deadline = now + TENURE_KEEPER_WAIT_US;
 	TenureLoadResult r;
+	TenureRow	again;
 
 	/*
 	 * Shared memory adds the ttl and hold-off to monotonic times: a value
@@ -1029,9 +1055,28 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 		}
 	}
 
-	while ((r = tenure_state_load(key, row, open_at_shutdown, now)) == TENURE_LOAD_SOON &&
-		   now < deadline)
+	for (;;)
 	{
+		r = tenure_state_load(key, row, open_at_shutdown, now);
+		if (r == TENURE_LOAD_RETRY)
+		{
+			TenureSpi	spi;
+			bool		exists;
+
+			/* an alter_lease committed since the row was read: read it again */
+			tenure_spi_begin(&spi);
+			exists = tenure_load_committed(key->name, &again, true,
+										   &open_at_shutdown);
+			tenure_spi_end(&spi);
+			if (!exists)
+				return;			/* dropped meanwhile: the caller finds out */
+			row = &again;
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
+		if (r != TENURE_LOAD_SOON || now >= deadline)
+			break;
+
 		/* a lease was just released: the keeper is letting its lock go */
 		tenure_wake_keeper();
 		tenure_state_prepare_wait();

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * lease.c
- *		The SQL functions of pg_tenure's leases: create_lease, drop_lease,
- *		acquire, acquire_or_error, renew, release, leader_is,
+ *		The SQL functions of pg_tenure's leases: create_lease, alter_lease,
+ *		drop_lease, acquire, acquire_or_error, renew, release, leader_is,
  *		current_epoch and claim_epoch.
  *
  * Durable facts (the lease's settings and owner, its epoch, the history)
@@ -18,9 +18,11 @@
 
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/timestamp.h"
@@ -28,6 +30,7 @@
 #include "pg_tenure.h"
 
 PG_FUNCTION_INFO_V1(tenure_create_lease);
+PG_FUNCTION_INFO_V1(tenure_alter_lease);
 PG_FUNCTION_INFO_V1(tenure_drop_lease);
 PG_FUNCTION_INFO_V1(tenure_acquire);
 PG_FUNCTION_INFO_V1(tenure_acquire_or_error);
@@ -149,6 +152,254 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* The settings alter_lease() can reset, in its reset argument. */
+#define TENURE_RESET_TTL		1
+#define TENURE_RESET_HOLDOFF	2
+#define TENURE_RESET_LOCK_KEY	4
+#define TENURE_RESET_PREFERRED	8
+
+/* create_lease()'s default ttl, which reset restores */
+#define TENURE_DEFAULT_TTL_US	((int64) 15 * USECS_PER_SEC)
+
+/*
+ * The settings named by alter_lease()'s reset argument, as TENURE_RESET_*
+ * bits; fails with 22004 or 22023 on a null array, a null element or an
+ * unknown name.
+ */
+static int
+tenure_arg_reset(FunctionCallInfo fcinfo, int argno)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			bits = 0;
+
+	tenure_arg_not_null(fcinfo, argno, "reset");
+	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *setting;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"reset\" must not contain nulls")));
+		setting = TextDatumGetCString(elems[i]);
+		if (strcmp(setting, "ttl") == 0)
+			bits |= TENURE_RESET_TTL;
+		else if (strcmp(setting, "holdoff") == 0)
+			bits |= TENURE_RESET_HOLDOFF;
+		else if (strcmp(setting, "lock_key") == 0)
+			bits |= TENURE_RESET_LOCK_KEY;
+		else if (strcmp(setting, "preferred") == 0)
+			bits |= TENURE_RESET_PREFERRED;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unrecognized lease setting \"%s\" in argument \"reset\"",
+							setting),
+					 errhint("The settings are ttl, holdoff, lock_key and preferred.")));
+	}
+	return bits;
+}
+
+/*
+ * Fail with 22023 if a setting is both given a value and named in reset.
+ */
+static void
+tenure_arg_not_both(FunctionCallInfo fcinfo, int argno, int reset, int bit,
+					const char *argname)
+{
+	if (!PG_ARGISNULL(argno) && (reset & bit) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("setting \"%s\" is both given a value and reset", argname)));
+}
+
+/*
+ * Bring the lease's entry into shared memory, built from its row with the
+ * given id, and pin it for alter_lease() (tenure_state_alter_pin()).
+ * Fails with 55006 if the lease is in use.
+ */
+static void
+tenure_alter_pin(const char *name, const TenureKey *key, int64 id,
+				 bool lock_key_changes)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		TenureAlterCheck check;
+
+		if (tenure_state_stale(key, id))
+		{
+			TenureSpi	spi;
+			TenureRow	latest;
+			bool		open_at_shutdown;
+
+			tenure_spi_begin(&spi);
+			(void) tenure_load_committed(name, &latest, false, &open_at_shutdown);
+			tenure_spi_end(&spi);
+			tenure_load_entry(key, &latest, open_at_shutdown);
+		}
+		check = tenure_state_alter_pin(key, id);
+		if (check == TENURE_ALTER_OK)
+			return;
+
+		/*
+		 * Its slot went to another lease meanwhile: load it again.  An entry
+		 * that stays another lease's is one this transaction dropped while
+		 * it was held; the drop ends that tenure when it commits.
+		 */
+		if (check == TENURE_ALTER_NO_ENTRY && attempt < 3)
+			continue;
+		if (lock_key_changes)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot change the lock_key of lease \"%s\" while it is in use", name),
+					 errdetail("The lease is held, or being acquired or handed over. The keeper holds the advisory lock of a tenure under the lease's lock_key; moving it could let a session's pg_try_advisory_lock() on the new key succeed while the holder still leads."),
+					 errhint("Change the lock_key while nobody holds the lease, for instance right after tenure.release().")));
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot shorten the ttl of lease \"%s\" while it is in use", name),
+					 errdetail("The lease is held, or being acquired or handed over. Its holder may act as leader until its last renewal plus the ttl it knows."),
+					 errhint("Shorten the ttl while nobody holds the lease; a longer ttl applies at once.")));
+	}
+}
+
+/*
+ * tenure.alter_lease(lease, ttl, holdoff, lock_key, preferred, reset)
+ *
+ * Change a lease's settings without dropping it: each setting given (not
+ * NULL) takes the value given, each one named in reset create_lease()'s
+ * default, the others stay.  When they apply (README, "Changing a
+ * lease"): a longer ttl at once, also to the current tenure; a hold-off to
+ * tenures that start after the commit; a new lock_key and a shorter ttl
+ * only while nobody holds the lease (55006 otherwise), so that no holder
+ * ever leads under a ttl shorter than it knows, and a tenure's advisory
+ * lock never moves to another key while it lasts.
+ */
+Datum
+tenure_alter_lease(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_lease(fcinfo, 0);
+	char	   *preferred = PG_ARGISNULL(4) ? NULL :
+		tenure_arg_text(fcinfo, 4, "preferred", TENURE_HOLDER_MAX);
+	int			reset = tenure_arg_reset(fcinfo, 5);
+	int64		ttl_us = 0;
+	int64		holdoff_us = 0;
+	TenureSpi	spi;
+	TenureRow	row;
+	TenureRow	altered;
+	TenureKey	key;
+	bool		lock_key_changes;
+	bool		pinned;
+	Datum		args[6];
+	bool		nulls[6] = {false, false, false, false, false, false};
+
+	if (!PG_ARGISNULL(1))
+		ttl_us = tenure_arg_interval(fcinfo, 1, "ttl", false, TENURE_MAX_TTL_US);
+	if (!PG_ARGISNULL(2))
+		holdoff_us = tenure_arg_interval(fcinfo, 2, "holdoff", true, TENURE_MAX_HOLDOFF_US);
+	tenure_arg_not_both(fcinfo, 1, reset, TENURE_RESET_TTL, "ttl");
+	tenure_arg_not_both(fcinfo, 2, reset, TENURE_RESET_HOLDOFF, "holdoff");
+	tenure_arg_not_both(fcinfo, 3, reset, TENURE_RESET_LOCK_KEY, "lock_key");
+	tenure_arg_not_both(fcinfo, 4, reset, TENURE_RESET_PREFERRED, "preferred");
+	tenure_require_loaded();
+	tenure_require_primary(fcinfo);
+
+	tenure_spi_begin(&spi);
+	/* locked until commit: drops, claims, new epochs and alters wait */
+	tenure_load_row(name, &row, true);
+	tenure_check_owner(name, row.owner, spi.save_userid);
+
+	/* the settings the lease will have */
+	altered = row;
+	if (reset & TENURE_RESET_TTL)
+		altered.ttl_us = TENURE_DEFAULT_TTL_US;
+	else if (!PG_ARGISNULL(1))
+		altered.ttl_us = ttl_us;
+	if (reset & TENURE_RESET_HOLDOFF)
+		altered.holdoff_us = -1;
+	else if (!PG_ARGISNULL(2))
+		altered.holdoff_us = holdoff_us;
+	if (reset & TENURE_RESET_LOCK_KEY)
+	{
+		altered.has_lock_key = false;
+		altered.lock_key = 0;
+	}
+	else if (!PG_ARGISNULL(3))
+	{
+		altered.has_lock_key = true;
+		altered.lock_key = PG_GETARG_INT64(3);
+	}
+	lock_key_changes = altered.has_lock_key != row.has_lock_key ||
+		(altered.has_lock_key && altered.lock_key != row.lock_key);
+
+	if (lock_key_changes && altered.has_lock_key)
+	{
+		args[0] = Int64GetDatum(altered.lock_key);
+		tenure_spi_exec("SELECT name FROM tenure.lease WHERE lock_key OPERATOR(pg_catalog.=) $1",
+						"i", args, NULL, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("lock key " INT64_FORMAT " is already used by lease \"%s\"",
+							altered.lock_key,
+							SPI_getvalue(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1))));
+	}
+
+	/*
+	 * A new lock_key or a shorter ttl: only while nobody uses the lease,
+	 * and nobody starts to until we end.  Remembered first, so that an
+	 * abort always unpins.
+	 */
+	pinned = lock_key_changes || altered.ttl_us < row.ttl_us;
+	tenure_make_key(&key, MyDatabaseId, name);
+	tenure_txn_remember_alter(&key, &altered, pinned);
+	if (pinned)
+		tenure_alter_pin(name, &key, row.id, lock_key_changes);
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[1] = PG_ARGISNULL(1);
+	args[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2);
+	args[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3);
+	args[4] = preferred ? CStringGetTextDatum(preferred) : (Datum) 0;
+	nulls[4] = (preferred == NULL);
+	args[5] = Int64GetDatum((int64) reset);
+	tenure_spi_exec("UPDATE tenure.lease SET"
+					" ttl = CASE WHEN ($6 OPERATOR(pg_catalog.&) " CppAsString2(TENURE_RESET_TTL) ") OPERATOR(pg_catalog.<>) 0"
+					"  THEN '15 s'::pg_catalog.interval ELSE COALESCE($2, ttl) END,"
+					" holdoff = CASE WHEN ($6 OPERATOR(pg_catalog.&) " CppAsString2(TENURE_RESET_HOLDOFF) ") OPERATOR(pg_catalog.<>) 0"
+					"  THEN NULL ELSE COALESCE($3, holdoff) END,"
+					" lock_key = CASE WHEN ($6 OPERATOR(pg_catalog.&) " CppAsString2(TENURE_RESET_LOCK_KEY) ") OPERATOR(pg_catalog.<>) 0"
+					"  THEN NULL ELSE COALESCE($4, lock_key) END,"
+					" preferred = CASE WHEN ($6 OPERATOR(pg_catalog.&) " CppAsString2(TENURE_RESET_PREFERRED) ") OPERATOR(pg_catalog.<>) 0"
+					"  THEN NULL ELSE COALESCE($5, preferred) END"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
+					"tvviti", args, nulls, SPI_OK_UPDATE);
+
+	/*
+	 * The tenure that lasts knows the longer ttl from now on: so does its
+	 * history row, which a lease created again under the name after a
+	 * restart reads (catalog.c, tenure_open_at_shutdown()).
+	 */
+	if (altered.ttl_us > row.ttl_us)
+		tenure_spi_exec("UPDATE tenure.history h SET ttl = l.ttl FROM tenure.lease l"
+						" WHERE h.lease OPERATOR(pg_catalog.=) $1 AND h.ended IS NULL"
+						" AND l.name OPERATOR(pg_catalog.=) $1"
+						" AND (h.ttl IS NULL OR h.ttl OPERATOR(pg_catalog.<) l.ttl)",
+						"t", args, NULL, SPI_OK_UPDATE);
+	tenure_spi_end(&spi);
+	PG_RETURN_VOID();
+}
+
 /*
  * tenure.drop_lease(lease)
  */
@@ -205,8 +456,12 @@ tenure_acquire_sql(FunctionCallInfo fcinfo, const char *name,
 	int64		epoch;
 	bool		started;
 
+	TenureKey	key;
+
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_make_key(&key, MyDatabaseId, name);
+	tenure_txn_check_not_pinned(&key);
 	epoch = tenure_acquire_tenure(name, holder, wait_us, session_bound, busy,
 								  &started);
 	if (started)
@@ -266,7 +521,12 @@ tenure_acquire_or_error(PG_FUNCTION_ARGS)
 	if (epoch != 0)
 		PG_RETURN_INT64(epoch);
 
-	if (busy.foreign)
+	if (busy.altering)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("lease \"%s\" is being altered", name),
+				 errdetail("A transaction that changes its lock_key or shortens its ttl has not ended yet.")));
+	else if (busy.foreign)
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_LEASE_HELD),
 				 errmsg("lease \"%s\" is held by another session's advisory lock", name),

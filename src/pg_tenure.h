@@ -95,6 +95,10 @@ typedef struct TenureRow
 	int64		epoch;
 	int			fence_lock;
 	bool		own;			/* written by this (uncommitted) transaction */
+	/* set by tenure_load_committed() only: */
+	int64		restart_ttl_us; /* the ttl a holder from before the server
+								 * went down may believe in (at least ttl_us) */
+	uint64		settings_gen;	/* tenure_state_settings_gen() before reading */
 } TenureRow;
 
 /*
@@ -107,6 +111,7 @@ typedef struct TenureBusy
 {
 	bool		foreign;		/* a foreign session holds the lock_key */
 	bool		no_memory;		/* the shared lock table is full */
+	bool		altering;		/* an alter_lease pinned it (state.c) */
 	char		holder[TENURE_HOLDER_MAX + 1];
 	int64		epoch;			/* 0 while the holder is acquiring it */
 	TimestampTz since;
@@ -153,8 +158,19 @@ typedef enum TenureLoadResult
 	TENURE_LOAD_DONE,
 	TENURE_LOAD_SOON,			/* table full; a slot frees up once the
 								 * keeper lets go of a lock */
-	TENURE_LOAD_FULL			/* table full of leases in use */
+	TENURE_LOAD_FULL,			/* table full of leases in use */
+	TENURE_LOAD_RETRY			/* an alter_lease committed since the row was
+								 * read: read it again */
 } TenureLoadResult;
+
+/* Whether alter_lease may change what needs a lease nobody uses. */
+typedef enum TenureAlterCheck
+{
+	TENURE_ALTER_OK,			/* pinned until the transaction ends */
+	TENURE_ALTER_NO_ENTRY,		/* its slot went to another lease: load it */
+	TENURE_ALTER_IN_USE			/* held, being acquired or handed over, or
+								 * being altered by another transaction */
+} TenureAlterCheck;
 
 /* How a holder stands with a lease (await_active). */
 typedef enum TenureActiveState
@@ -345,6 +361,7 @@ extern TenureLeaseInfo *tenure_state_list(Oid dbid, int64 now, int *count);
 extern const char *tenure_state_ended(const TenureKey *key, int64 *epoch,
 									  TimestampTz *ended);
 extern bool tenure_state_reserved(const TenureKey *key, uint64 token);
+extern uint64 tenure_state_settings_gen(void);
 /* writers */
 extern TenureLoadResult tenure_state_load(const TenureKey *key,
 										  const TenureRow *row,
@@ -369,6 +386,8 @@ extern bool tenure_state_claim_commit(const TenureKey *key,
 extern bool tenure_state_history_trim_due(const TenureKey *key);
 extern bool tenure_state_commit_reservation(const TenureKey *key,
 											uint64 token, int64 *ttl_us);
+extern TenureAlterCheck tenure_state_alter_pin(const TenureKey *key,
+											   int64 lease_id);
 /* a transaction's changes, published under one hold of the lock */
 extern void tenure_state_begin_update(void);
 extern void tenure_state_end_update(bool changed);
@@ -381,6 +400,9 @@ extern void tenure_state_publish_release(const TenureKey *key, int64 now);
 extern void tenure_state_publish_drop(const TenureKey *key, int64 lease_id,
 									  int64 now);
 extern void tenure_state_drop_database(Oid dbid, int64 now);
+extern void tenure_state_publish_alter(const TenureKey *key,
+									   const TenureRow *row, bool pinned);
+extern bool tenure_state_cancel_alter(const TenureKey *key, bool pinned);
 /* the keeper */
 extern void tenure_state_keeper_start(void);
 extern void tenure_state_keeper_exit(void);
@@ -396,7 +418,8 @@ typedef enum TenureActionKind
 	TENURE_ACT_RELEASE,
 	TENURE_ACT_DROP,
 	TENURE_ACT_DROP_DATABASE_LEASES,	/* key.dbid: DROP EXTENSION or DATABASE */
-	TENURE_ACT_HANDOFF
+	TENURE_ACT_HANDOFF,
+	TENURE_ACT_ALTER
 } TenureActionKind;
 
 extern void tenure_txn_init(void);
@@ -415,6 +438,9 @@ extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
 										bool session_bound);
 extern void tenure_txn_drop_database_leases(Oid dbid);
 extern void tenure_txn_check_not_handed(const TenureKey *key, const char *what);
+extern void tenure_txn_remember_alter(const TenureKey *key,
+									  const TenureRow *row, bool pinned);
+extern void tenure_txn_check_not_pinned(const TenureKey *key);
 
 /* objects.c: the extension's own objects, as installed */
 typedef struct TenureObjects

@@ -23,7 +23,9 @@
  *   two: an entry's renewed_mono, which renew raises under the lock in
  *   shared mode with a compare-and-swap (it only ever grows while a tenure
  *   lasts; readers read it once), and the epoch clock, which has its own
- *   spinlock.  Verbs
+ *   spinlock.  settings_gen is an atomic that only grows, raised under the
+ *   lock in exclusive mode and read without it by
+ *   tenure_state_settings_gen() (see "Settings" below).  Verbs
  *   that run under a lock their caller took (the publish_* verbs, between
  *   tenure_state_begin_update() and tenure_state_end_update()) and the
  *   static helpers that need it assert that it is held, and in which mode.
@@ -58,7 +60,8 @@
  * taken for the new lease.  When all tenure.max_leases slots are taken, a
  * new entry replaces one that nobody needs: FREE (no tenure, no pending
  * acquisition), no advisory lock held or wanted, and no hold-off bound
- * (pred_expiry_mono) still in the future.  The replaced entry's lease is
+ * (pred_expiry_mono) still in the future, dropped or not, and no
+ * alter_lease pinning it.  The replaced entry's lease is
  * rebuilt from its row when it is next used.  What that loses: an end
  * reason and time not yet written to the history (the next tenure of the
  * lease closes the row as "expired", with the time it does so), the
@@ -67,7 +70,18 @@
  * dropped leases (dropped) are kept until their slot is needed, and
  * evicted first: when the name is created again, its next epoch still
  * exceeds the dropped lease's latest, also after DROP EXTENSION and a
- * restore of an older dump.
+ * restore of an older dump, and its first tenure waits out the hold-off
+ * bound of the dropped lease's last one (src/README, H1).
+ *
+ * Settings: an entry takes its settings from a row read by
+ * tenure_load_committed() and from the alter_lease transactions that
+ * commit afterwards (tenure_state_publish_alter()).  Each such commit
+ * raises settings_gen; a load whose row was read before the latest raise
+ * is refused (TENURE_LOAD_RETRY) and reads the row again, so a row read
+ * before an alter_lease committed never overwrites what it published.
+ * alter_lease changes that need a lease nobody uses (a new lock_key, a
+ * shorter ttl) pin the entry (altering_pid) from the call until its
+ * transaction ends: nobody reserves or evicts it meanwhile.
  *
  * A PENDING reservation lasts at most the ttl from acquired_mono.  Past
  * that, another backend may take the lease over, unless the reservation
@@ -171,6 +185,7 @@ typedef struct TenureLease
 	bool		has_lock_key;
 	int64		lock_key;
 	bool		dropped;		/* dropped; its slot is the first to go */
+	int			altering_pid;	/* alter_lease pinned it (see the header) */
 	bool		loaded_in_recovery; /* epoch cache not to be trusted */
 
 	/* the current or pending tenure */
@@ -318,6 +333,9 @@ typedef struct TenureShared
 
 	/* backends that have run LISTEN tenure (see tenure_state_listening()) */
 	pg_atomic_uint32 listeners;
+
+	/* alter_lease commits so far (see the header, "Settings") */
+	pg_atomic_uint64 settings_gen;
 } TenureShared;
 
 /*
@@ -340,9 +358,14 @@ static TenureShared *tenure_shared = NULL;
 static HTAB *tenure_leases = NULL;
 
 /*
- * Shares of the lease slots: how many tenures (PENDING or HELD) each role
- * and each database has, so that none takes more than its share
+ * Shares of the lease slots: how many slots the tenures of each role and
+ * each database take, so that none takes more than its share
  * (tenure.role_share, tenure.database_share percent of tenure.max_leases).
+ * A tenure counts from its reservation until it ends and, if it leaves a
+ * hold-off, until the hold-off has passed (its slot cannot be given to
+ * another lease before): given back then lazily, by the next reservation
+ * of the same lease, the eviction of its slot, or a look at the table when
+ * a share is used up (tenure_share_check()).
  * An entry per role and per database with a tenure; under the LWLock in
  * exclusive mode, like the entries whose tenures it counts.
  */
@@ -520,13 +543,34 @@ tenure_share_give(TenureLease *lease)
  * share is used up, with *limit set to it.
  */
 static TenureReserveResult
-tenure_share_check(Oid role, Oid dbid, int *limit)
+tenure_share_check(Oid role, Oid dbid, int64 now, int *limit)
 {
 	TenureShare *share;
 	int			role_limit = Max(1, (int) ((int64) tenure_max_leases * tenure_role_share / 100));
 	int			db_limit = Max(1, (int) ((int64) tenure_max_leases * tenure_database_share / 100));
 
 	AssertLockedExclusive();
+
+	/*
+	 * A share used up may hold slots whose hold-off has passed since: give
+	 * those back first.  Only then, so a scan of the table is paid only by
+	 * a role or database at its limit.
+	 */
+	if ((OidIsValid(role) && (share = tenure_share(TENURE_SHARE_ROLE, role, false)) != NULL &&
+		 share->tenures >= role_limit) ||
+		((share = tenure_share(TENURE_SHARE_DATABASE, dbid, false)) != NULL &&
+		 share->tenures >= db_limit))
+	{
+		HASH_SEQ_STATUS scan;
+		TenureLease *lease;
+
+		hash_seq_init(&scan, tenure_leases);
+		while ((lease = hash_seq_search(&scan)) != NULL)
+			if (lease->share_taken && lease->state == TENURE_FREE &&
+				lease->pred_expiry_mono <= now)
+				tenure_share_give(lease);
+	}
+
 	share = OidIsValid(role) ? tenure_share(TENURE_SHARE_ROLE, role, false) : NULL;
 	if (share != NULL && share->tenures >= role_limit)
 	{
@@ -758,6 +802,7 @@ tenure_shmem_init(void)
 		/* keep it positive: it is stored in a bigint column */
 		tenure_shared->boot_id = (int64) (boot_id & PG_INT64_MAX);
 		pg_atomic_init_u32(&tenure_shared->listeners, 0);
+		pg_atomic_init_u64(&tenure_shared->settings_gen, 0);
 	}
 
 	memset(&info, 0, sizeof(info));
@@ -1097,10 +1142,13 @@ static bool
 tenure_evictable(const TenureLease *lease, int64 now, bool *soon)
 {
 	AssertLockedExclusive();
-	if (lease->lock_wanted || tenure_change_committing(lease))
+	if (lease->lock_wanted || tenure_change_committing(lease) ||
+		lease->altering_pid != 0)
 		return false;
-	if (!lease->dropped &&
-		(lease->state != TENURE_FREE || lease->pred_expiry_mono > now))
+	/* a dropped lease's bound waits for the name's next lease */
+	if (lease->pred_expiry_mono > now)
+		return false;
+	if (!lease->dropped && lease->state != TENURE_FREE)
 		return false;
 	if (lease->lock_held)
 	{
@@ -1185,11 +1233,12 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 
 	/*
 	 * A former holder may believe in its tenure until its last renewal plus
-	 * the ttl, unless it said it was done.  An earlier holder whose belief
-	 * delayed this tenure's start may still believe: keep its bound.
+	 * the ttl, unless it said it was done; a drop is not its word, and the
+	 * bound outlives the drop (tenure_state_load()).  An earlier holder
+	 * whose belief delayed this tenure's start may still believe: keep its
+	 * bound.
 	 */
-	if (reason != TENURE_END_RELEASED && reason != TENURE_END_DROPPED &&
-		reason != TENURE_END_HANDED)
+	if (reason != TENURE_END_RELEASED && reason != TENURE_END_HANDED)
 		lease->pred_expiry_mono = Max(lease->pred_expiry_mono, expiry);
 
 	lease->ended_mono = reason == TENURE_END_EXPIRED ? Min(expiry, now) : now;
@@ -1232,7 +1281,9 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 			t->prev_reason = reason;
 		}
 	}
-	tenure_share_give(lease);
+	/* a hold-off keeps the slot: it counts for the holder's role until then */
+	if (lease->pred_expiry_mono <= now)
+		tenure_share_give(lease);
 	lease->state = TENURE_FREE;
 	lease->holder[0] = '\0';
 	lease->session_bound = false;
@@ -1713,6 +1764,7 @@ tenure_state_publish_handoff(const TenureKey *key, int64 epoch)
 	lease->state = TENURE_HELD;
 	strlcpy(lease->holder, w->holder, sizeof(lease->holder));
 	lease->session_bound = w->session_bound;
+	tenure_share_give(lease);	/* a hold-off the holder was waiting out */
 	lease->holder_role = w->role;
 	tenure_share_take(lease);
 	lease->holder_pid = w->pid;
@@ -2045,6 +2097,21 @@ tenure_state_reserved(const TenureKey *key, uint64 token)
 	return result;
 }
 
+/*
+ * How many alter_lease transactions have committed since the server
+ * started.  tenure_load_committed() reads it before its snapshot (see the
+ * header, "Settings").
+ */
+uint64
+tenure_state_settings_gen(void)
+{
+	uint64		gen = pg_atomic_read_u64(&tenure_shared->settings_gen);
+
+	/* read before the snapshot that reads the row */
+	pg_memory_barrier();
+	return gen;
+}
+
 /* ---------------------------------------------------------------------
  * Writers: change entries under the LWLock in exclusive mode.
  * ---------------------------------------------------------------------
@@ -2066,6 +2133,12 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 	bool		soon;
 
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	/* an alter_lease committed after the row was read: it may be older */
+	if (row->settings_gen != pg_atomic_read_u64(&tenure_shared->settings_gen))
+	{
+		LWLockRelease(tenure_shared->lock);
+		return TENURE_LOAD_RETRY;
+	}
 	lease = tenure_enter_entry(key, now, &found, &soon);
 	if (lease == NULL)
 	{
@@ -2095,20 +2168,31 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 		 * A new entry, or one of a lease dropped (and perhaps created
 		 * again under its name, or its extension dropped and created
 		 * again): nothing of it carries over but the latest epoch, a floor
-		 * for the name's next epoch even after a restore of an older dump.
+		 * for the name's next epoch even after a restore of an older dump,
+		 * and the hold-off bound of its former holders, who may believe
+		 * in their tenures whatever became of the lease.
 		 */
 		bool		lock_held = found && lease->lock_held;
 		LOCKTAG		held_tag;
 		int64		floor = found ? lease->epoch : 0;
+		int64		bound;
+		bool		share_taken;
+		Oid			share_role;
 
 		if (found && lease->state == TENURE_HELD)
 			tenure_end(lease, TENURE_END_DROPPED, now);
-		if (found)
+		bound = found ? lease->pred_expiry_mono : 0;
+		/* the slot counts for the former holder's role while bound lasts */
+		if (found && bound <= now)
 			tenure_share_give(lease);
+		share_taken = found && lease->share_taken;
+		share_role = found ? lease->holder_role : InvalidOid;
 		if (lock_held)
 			held_tag = lease->held_tag;
 		/* keep lock_held and held_tag: they belong to the keeper */
 		tenure_entry_zero(lease);
+		lease->share_taken = share_taken;
+		lease->holder_role = share_role;
 		lease->lock_held = lock_held;
 		if (lock_held)
 		{
@@ -2118,13 +2202,21 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 		}
 		/* except the name's epochs, which never go back */
 		lease->epoch = floor;
+		lease->pred_expiry_mono = bound;
 		lease->loaded_in_recovery = RecoveryInProgress();
-		/* a holder from before the server went down may still believe */
+
+		/*
+		 * A holder from before the server went down may still believe, by
+		 * the ttl it knew: that of its tenure's history row if longer (a
+		 * lease dropped and created again with a shorter one).
+		 */
 		if (open_at_shutdown)
 		{
-			lease->pred_expiry_mono = (tenure_shared->ready_mono != 0 ?
-									   tenure_shared->ready_mono :
-									   now) + row->ttl_us;
+			lease->pred_expiry_mono = Max(bound,
+										  (tenure_shared->ready_mono != 0 ?
+										   tenure_shared->ready_mono :
+										   now) +
+										  Max(row->ttl_us, row->restart_ttl_us));
 			/* its tenure ended when the server went down */
 			lease->counters.restarted++;
 		}
@@ -2236,6 +2328,18 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		return TENURE_RESERVE_BUSY;
 	}
 
+	if (lease->altering_pid != 0 && lease->state == TENURE_FREE)
+	{
+		/* alter_lease changes what a lease nobody uses may change: its end wakes us */
+		Assert(lease->altering_pid != MyProcPid);
+		memset(busy, 0, sizeof(TenureBusy));
+		busy->altering = true;
+		LWLockRelease(tenure_shared->lock);
+		if (ended)
+			tenure_changed(false);
+		return TENURE_RESERVE_BUSY;
+	}
+
 	if (tenure_pending_expired(lease, now) && !tenure_pending_mine(lease))
 	{
 		/*
@@ -2274,6 +2378,7 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		{
 			busy->foreign = false;
 			busy->no_memory = false;
+			busy->altering = false;
 			strlcpy(busy->holder, lease->holder, sizeof(busy->holder));
 			busy->epoch = lease->state == TENURE_HELD ? lease->epoch : 0;
 			busy->since = lease->acquired_wall;
@@ -2287,7 +2392,7 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 			result = TENURE_RESERVE_BUSY;
 		}
 	}
-	else if ((result = tenure_share_check(role, key->dbid,
+	else if ((result = tenure_share_check(role, key->dbid, now,
 										  &busy->share_limit)) != TENURE_RESERVE_RESERVED)
 	{
 		/* result says which share is used up */
@@ -2297,6 +2402,8 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		lease->state = TENURE_PENDING;
 		strlcpy(lease->holder, holder, sizeof(lease->holder));
 		lease->session_bound = session_bound;
+		/* the slot no longer counts for the former holder's hold-off */
+		tenure_share_give(lease);
 		lease->holder_role = OidIsValid(role) ? role : GetUserId();
 		tenure_share_take(lease);
 		lease->holder_pid = MyProcPid;
@@ -2450,6 +2557,34 @@ tenure_state_commit_reservation(const TenureKey *key, uint64 token,
 		*ttl_us = lease->ttl_us;
 	LWLockRelease(tenure_shared->lock);
 	return valid;
+}
+
+/*
+ * alter_lease() of the lease with the given id is about to change what
+ * needs a lease nobody uses (its lock_key, or a shorter ttl): if nobody
+ * holds, acquires or hands it over now, pin its entry until the
+ * transaction ends (tenure_state_publish_alter(),
+ * tenure_state_cancel_alter()), so that nobody reserves or evicts it
+ * meanwhile.  A former holder's hold-off bound is kept: it was computed
+ * with the ttl that holder knew.
+ */
+TenureAlterCheck
+tenure_state_alter_pin(const TenureKey *key, int64 lease_id)
+{
+	TenureLease *lease;
+	TenureAlterCheck result = TENURE_ALTER_OK;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease == NULL || lease->dropped || lease->lease_id != lease_id)
+		result = TENURE_ALTER_NO_ENTRY;
+	else if (lease->state != TENURE_FREE || lease->handoff_pending ||
+			 lease->lock_wanted || lease->altering_pid != 0)
+		result = TENURE_ALTER_IN_USE;
+	else
+		lease->altering_pid = MyProcPid;
+	LWLockRelease(tenure_shared->lock);
+	return result;
 }
 
 /*
@@ -2721,7 +2856,8 @@ tenure_state_publish_drop(const TenureKey *key, int64 lease_id, int64 now)
 /*
  * DROP EXTENSION or DROP DATABASE committed: end every tenure and pending
  * acquisition of database dbid and mark its entries dropped; the keeper
- * lets their locks go.  A pending acquisition's COMMIT then fails at
+ * lets their locks go, and the entries of a dropped database go as soon as
+ * their slots are needed.  A pending acquisition's COMMIT then fails at
  * PRE_COMMIT.
  */
 void
@@ -2743,11 +2879,77 @@ tenure_state_drop_database(Oid dbid, int64 now)
 		/* the history went with the extension, or there is none to write */
 		lease->ended_reason = TENURE_END_NONE;
 		lease->dropped = true;
+
+		/*
+		 * A dropped database's leases have no successor (a database created
+		 * again has a new OID): their hold-off bounds keep no slot.  After
+		 * DROP EXTENSION, which runs in its own database (DROP DATABASE never
+		 * does), leases created again under the names inherit them.
+		 */
+		if (dbid != MyDatabaseId)
+			lease->pred_expiry_mono = 0;
 		/* its lock goes at once */
 		lease->lock_linger_mono = 0;
 		if (lease->lock_held)
 			tenure_keeper_notice(lease);
 	}
+}
+
+/*
+ * alter_lease() committed the settings in row (the lease's new row): its
+ * entry, if it has one, takes them, and loads of rows read before now must
+ * read them again.  A longer ttl applies to the current tenure at once; a
+ * hold-off applies to tenures that start from now on.  A new lock_key or a
+ * shorter ttl came with the entry pinned (pinned), nobody using it.
+ */
+void
+tenure_state_publish_alter(const TenureKey *key, const TenureRow *row,
+						   bool pinned)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	pg_atomic_fetch_add_u64(&tenure_shared->settings_gen, 1);
+	lease = tenure_find(key);
+	if (lease == NULL || lease->dropped || lease->lease_id != row->id)
+		return;
+	if (pinned && lease->altering_pid == MyProcPid)
+		lease->altering_pid = 0;
+	Assert(lease->state == TENURE_FREE || row->ttl_us >= lease->ttl_us);
+	lease->ttl_us = row->ttl_us;
+	lease->holdoff_us = row->holdoff_us;
+	if (lease->has_lock_key != row->has_lock_key ||
+		(row->has_lock_key && lease->lock_key != row->lock_key))
+	{
+		Assert(lease->state == TENURE_FREE && !lease->lock_wanted);
+		lease->has_lock_key = row->has_lock_key;
+		lease->lock_key = row->has_lock_key ? row->lock_key : 0;
+		/* a lingering lock under the old key goes at once */
+		lease->lock_linger_mono = 0;
+		if (lease->lock_held)
+			tenure_keeper_notice(lease);
+	}
+	if (lease->state == TENURE_HELD)
+		tenure_keeper_due(tenure_expiry(lease));
+}
+
+/*
+ * An alter_lease() that pinned the lease's entry (pinned) will not commit:
+ * unpin it.  True if it was pinned.
+ */
+bool
+tenure_state_cancel_alter(const TenureKey *key, bool pinned)
+{
+	TenureLease *lease;
+
+	AssertLockedExclusive();
+	if (!pinned)
+		return false;
+	lease = tenure_find(key);
+	if (lease == NULL || lease->altering_pid != MyProcPid)
+		return false;
+	lease->altering_pid = 0;
+	return true;
 }
 
 /*

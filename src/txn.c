@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * txn.c
- *		Transaction-bound lease actions: acquisitions, claims, releases and
- *		drops take effect in shared memory only when their transaction
- *		commits, and vanish when it (or their subtransaction) aborts.
+ *		Transaction-bound lease actions: acquisitions, claims, releases,
+ *		changes of settings and drops take effect in shared memory only
+ *		when their transaction commits, and vanish when it (or their
+ *		subtransaction) aborts.
  *
  * The ordering this relies on, and why fenced writes are linearizable
  * with new epochs, is argued in src/README (F1, F3, F5, F8).
@@ -67,6 +68,9 @@ typedef struct TenureAction
 	bool		session_bound;
 	char	   *holder;
 	char	   *successor;
+	/* ALTER: the lease's new row, and whether its entry is pinned */
+	TenureRow	row;
+	bool		pinned;
 } TenureAction;
 
 static List *tenure_actions = NIL;
@@ -305,6 +309,51 @@ tenure_txn_remember_handoff(const TenureKey *key, int64 epoch, int64 old_epoch,
 }
 
 /*
+ * Remember an alter_lease() of the current (sub)transaction: the lease's
+ * entry takes the settings of row when the transaction commits.  pinned:
+ * alter_lease pinned the entry (tenure_state_alter_pin()), which the end
+ * of the transaction undoes.
+ */
+void
+tenure_txn_remember_alter(const TenureKey *key, const TenureRow *row,
+						  bool pinned)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	TenureAction *act = palloc0(sizeof(TenureAction));
+
+	act->kind = TENURE_ACT_ALTER;
+	act->key = *key;
+	act->row = *row;
+	act->pinned = pinned;
+	act->subid = GetCurrentSubTransactionId();
+	tenure_actions = lappend(tenure_actions, act);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Fail if this transaction pinned the lease to change its lock_key or
+ * shorten its ttl: a tenure it started would begin under the old setting.
+ */
+void
+tenure_txn_check_not_pinned(const TenureKey *key)
+{
+	ListCell   *lc;
+
+	foreach(lc, tenure_actions)
+	{
+		TenureAction *act = lfirst(lc);
+
+		if (act->kind == TENURE_ACT_ALTER && act->pinned &&
+			memcmp(&act->key, key, sizeof(TenureKey)) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot acquire lease \"%s\" in the transaction that changed its lock_key or shortened its ttl",
+							key->name),
+					 errhint("Acquire it after the transaction commits.")));
+	}
+}
+
+/*
  * Fail if this transaction handed the lease over: the tenure it would
  * claim, release or hand over again is no longer the holder's once the
  * transaction commits.
@@ -377,6 +426,8 @@ tenure_txn_cancel(TenureAction *act)
 		return tenure_state_cancel_handoff(&act->key);
 	if (act->kind == TENURE_ACT_CLAIM)
 		return tenure_state_cancel_claim(&act->key);
+	if (act->kind == TENURE_ACT_ALTER)
+		return tenure_state_cancel_alter(&act->key, act->pinned);
 	if (act->kind != TENURE_ACT_ACQUIRE)
 		return false;
 	return tenure_state_cancel(&act->key, act->token);
@@ -409,6 +460,9 @@ tenure_txn_publish(TenureAction *act, int64 now)
 			break;
 		case TENURE_ACT_HANDOFF:
 			tenure_state_publish_handoff(&act->key, act->epoch);
+			break;
+		case TENURE_ACT_ALTER:
+			tenure_state_publish_alter(&act->key, &act->row, act->pinned);
 			break;
 	}
 }

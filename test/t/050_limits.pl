@@ -80,12 +80,24 @@ my ($ret18, $out18, $err18) = $node->psql('postgres',
 like($err18, qr/ERROR:  53400: too many leases in use/,
 	'with l17 in, an 18th lease does not fit');
 
-# dropping a held lease frees its slot, once the keeper has let go of it
+# dropping a held lease keeps its slot while its holder may still believe
+# in the tenure (10 min): a lease created again under the name inherits
+# that hold-off
 my $e01 = $node->safe_psql('postgres', "SELECT tenure.current_epoch('l01')");
 $node->safe_psql('postgres', "SELECT tenure.drop_lease('l01')");
+($ret18, $out18, $err18) = $node->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT tenure.acquire('l18', 'h');",
+	on_error_stop => 0);
+like($err18, qr/ERROR:  53400: too many leases in use/,
+	'l01 dropped unreleased keeps its slot');
+
+# a lease released and dropped frees its slot, once the keeper has let go
+# of it
+$node->safe_psql('postgres',
+	"SELECT tenure.release('l02', 'h'); SELECT tenure.drop_lease('l02')");
 ok( $node->poll_query_until(
 		'postgres', "SELECT tenure.acquire('l18', 'h') IS NOT NULL"),
-	'after l01 is dropped, l18 can be acquired');
+	'after l02 is released and dropped, l18 can be acquired');
 is( $node->safe_psql(
 		'postgres',
 		"SELECT end_reason FROM tenure.history WHERE lease = 'l01' AND epoch = $e01"),

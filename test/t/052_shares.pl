@@ -114,4 +114,31 @@ is($node->safe_psql('postgres',
 		q{SET ROLE mallory; SELECT tenure.acquire('m1', 'mallory') IS NOT NULL}),
 	't', 'raised shares let the role acquire again');
 
+$node->stop;
+
+# Tenures ended by a disconnect keep their slots through their hold-off,
+# and keep counting for their role meanwhile: a role cannot take every
+# slot by holding its share, going away and acquiring again.
+my $node2 = tenure_node('shares_holdoff', conf => "tenure.max_leases = 16\n");
+$node2->safe_psql('postgres', q{
+CREATE ROLE alice LOGIN;
+GRANT EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text) TO alice;
+SET ROLE alice;
+SELECT tenure.create_lease('h' || i, ttl => '1 day') FROM generate_series(1, 9) i;
+});
+my $bg = $node2->background_psql('postgres');
+$bg->query_safe(q{SET ROLE alice});
+is($bg->query_safe(q{SELECT count(tenure.acquire('h' || i, 'alice', session_bound => true)) FROM generate_series(1, 8) i}),
+	'8', 'alice holds her share, 8 session-bound tenures');
+$bg->quit;
+wait_until('her tenures end with her session', sub {
+	$node2->safe_psql('postgres',
+		q{SELECT count(*) FROM tenure.leases WHERE holder IS NOT NULL}) eq '0';
+});
+($ret, $out, $stderr) = $node2->psql('postgres',
+	q{SET ROLE alice; SELECT tenure.acquire('h9', 'alice')},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($stderr, qr/53400: role "alice" holds its share of lease slots/,
+	'slots in a hold-off still count against the role\'s share');
+
 done_testing();
