@@ -135,6 +135,88 @@ ROLLBACK;
 DROP TABLE fence_restore_m;
 DROP FUNCTION fence_restore_help();
 
+-- 6. code that runs because rows are written, not because the client
+-- called it: a column default, a CHECK constraint, an index expression, a
+-- rule's action, COPY's defaults, a temporary table a previous client of
+-- a pooled connection left behind.  Mallory's function presents the
+-- current epoch in each; the stale writer's write still fails.
+SET ROLE fence_restore_mallory;
+CREATE FUNCTION fence_restore_present() RETURNS int
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM set_config('tenure.tokens',
+					   'fence_restore=' || tenure.current_epoch('fence_restore'),
+					   true);
+	RETURN 1;
+END
+$$;
+CREATE FUNCTION fence_restore_ok(int) RETURNS boolean
+LANGUAGE sql AS 'SELECT fence_restore_present() = 1';
+CREATE FUNCTION fence_restore_imm(int) RETURNS int
+LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN fence_restore_present(); END';
+CREATE TABLE fence_restore_default (a int DEFAULT fence_restore_present(), b int);
+CREATE TABLE fence_restore_check (a int CHECK (fence_restore_ok(a)));
+CREATE TABLE fence_restore_index (a int);
+CREATE INDEX ON fence_restore_index (fence_restore_imm(a));
+CREATE TABLE fence_restore_rule (a int);
+CREATE RULE fence_restore_also AS ON INSERT TO fence_restore_rule
+	DO ALSO SELECT fence_restore_present();
+GRANT INSERT ON fence_restore_default, fence_restore_check,
+	fence_restore_index, fence_restore_rule TO PUBLIC;
+RESET ROLE;
+\set stale_write 'SELECT set_config(\'tenure.tokens\', \'fence_restore=\' || :stale, true) IS NOT NULL AS stale_presented'
+BEGIN;
+:stale_write;
+INSERT INTO fence_restore_default DEFAULT VALUES;
+SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS default_ran;
+INSERT INTO fence_restore_t (how) VALUES ('after a default');
+ROLLBACK;
+BEGIN;
+:stale_write;
+INSERT INTO fence_restore_check VALUES (1);
+INSERT INTO fence_restore_t (how) VALUES ('after a check constraint');
+ROLLBACK;
+BEGIN;
+:stale_write;
+INSERT INTO fence_restore_index VALUES (1);
+INSERT INTO fence_restore_t (how) VALUES ('after an index expression');
+ROLLBACK;
+BEGIN;
+:stale_write;
+INSERT INTO fence_restore_rule VALUES (1);
+SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS rule_ran;
+INSERT INTO fence_restore_t (how) VALUES ('after a rule');
+ROLLBACK;
+BEGIN;
+:stale_write;
+COPY fence_restore_default (b) FROM stdin;
+1
+\.
+SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS copy_default_ran;
+INSERT INTO fence_restore_t (how) VALUES ('after COPY');
+ROLLBACK;
+-- a temporary table left on the connection, whose default presents
+CREATE TEMP TABLE audit (a int DEFAULT length(set_config('tenure.tokens',
+	'fence_restore=' || tenure.current_epoch('fence_restore'), true)));
+BEGIN;
+:stale_write;
+INSERT INTO audit DEFAULT VALUES;
+INSERT INTO fence_restore_t (how) VALUES ('after a temporary table''s default');
+ROLLBACK;
+DROP TABLE audit;
+-- presenting in the writing statement itself does not count either:
+-- present in a statement that writes nothing
+BEGIN;
+WITH p AS (SELECT set_config('tenure.tokens', 'fence_restore=' || :cur, true))
+INSERT INTO fence_restore_t (how) SELECT 'presented by the insert itself' FROM p;
+ROLLBACK;
+SET ROLE fence_restore_mallory;
+DROP TABLE fence_restore_default, fence_restore_check, fence_restore_index,
+	fence_restore_rule;
+DROP FUNCTION fence_restore_ok(int), fence_restore_imm(int),
+	fence_restore_present();
+RESET ROLE;
+
 -- nothing above was written
 SELECT count(*) AS written FROM fence_restore_t;
 

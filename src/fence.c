@@ -53,6 +53,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -65,6 +66,8 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "tcop/pquery.h"
+#include "utils/portal.h"
 #include "utils/rel.h"
 
 #include "pg_tenure.h"
@@ -114,6 +117,23 @@ typedef struct TenureTokensValue
 #define TenureTokensOf(value) \
 	((TenureTokens *) ((char *) (value) + TENURE_TOKENS_VALUE_HEADER))
 
+/*
+ * Data-modifying statements running in this backend: executors started
+ * for INSERT, UPDATE, DELETE or MERGE, or for a query with a
+ * data-modifying WITH, and not yet ended.  While one runs, code runs
+ * because rows are written (column defaults, CHECK constraints, index
+ * expressions, generated columns, rules, triggers, and whatever they
+ * call), not because the client asked for it: a value of tenure.tokens
+ * set then is never a presentation (see TenureTokensValue).  An error
+ * skips ExecutorEnd: the count is put back when a subtransaction aborts
+ * (tenure_writing_saved, one entry per open subtransaction) and cleared
+ * when the transaction ends.
+ */
+static int	tenure_writing = 0;
+static List *tenure_writing_saved = NIL;
+static ExecutorStart_hook_type tenure_prev_ExecutorStart = NULL;
+static ExecutorEnd_hook_type tenure_prev_ExecutorEnd = NULL;
+
 char	   *tenure_tokens_string = NULL;
 static TenureTokensValue *tenure_tokens_value = NULL;
 static TenureTokens *tenure_tokens = NULL;
@@ -147,6 +167,105 @@ tenure_trigger_depth(void)
 
 	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, NULL, NULL);
 	return DatumGetInt32(pg_trigger_depth(fcinfo));
+}
+
+/*
+ * Whether a query writes rows: the executors counted in tenure_writing.
+ */
+static bool
+tenure_query_writes(const QueryDesc *queryDesc)
+{
+	return queryDesc->operation != CMD_SELECT ||
+		(queryDesc->plannedstmt != NULL && queryDesc->plannedstmt->hasModifyingCTE);
+}
+
+static void
+tenure_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (tenure_prev_ExecutorStart)
+		tenure_prev_ExecutorStart(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if (tenure_query_writes(queryDesc))
+		tenure_writing++;
+}
+
+static void
+tenure_executor_end(QueryDesc *queryDesc)
+{
+	if (tenure_query_writes(queryDesc) && tenure_writing > 0)
+		tenure_writing--;
+	if (tenure_prev_ExecutorEnd)
+		tenure_prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+}
+
+/*
+ * At library load: count the data-modifying executors (tenure_writing).
+ */
+void
+tenure_fence_init(void)
+{
+	tenure_prev_ExecutorStart = ExecutorStart_hook;
+	ExecutorStart_hook = tenure_executor_start;
+	tenure_prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = tenure_executor_end;
+}
+
+/*
+ * Subtransaction events (from txn.c's callback): keep tenure_writing as it
+ * was when the subtransaction started, should it abort.
+ */
+void
+tenure_fence_subxact(SubXactEvent event)
+{
+	MemoryContext old;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_START_SUB:
+			old = MemoryContextSwitchTo(TopTransactionContext);
+			tenure_writing_saved = lappend_int(tenure_writing_saved, tenure_writing);
+			MemoryContextSwitchTo(old);
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+		case SUBXACT_EVENT_ABORT_SUB:
+			if (tenure_writing_saved == NIL)
+				break;
+			if (event == SUBXACT_EVENT_ABORT_SUB)
+				tenure_writing = llast_int(tenure_writing_saved);
+			tenure_writing_saved = list_delete_last(tenure_writing_saved);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Whether rows are being written, by a running data-modifying executor, or
+ * by a statement whose portal writes: COPY FROM, and the actions of rules,
+ * which run as statements of their own after or before the command that
+ * fired them.
+ */
+static bool
+tenure_rows_being_written(void)
+{
+	if (tenure_writing > 0)
+		return true;
+	if (ActivePortal == NULL)
+		return false;
+	switch (ActivePortal->commandTag)
+	{
+		case CMDTAG_INSERT:
+		case CMDTAG_UPDATE:
+		case CMDTAG_DELETE:
+		case CMDTAG_MERGE:
+		case CMDTAG_COPY:
+			return true;
+		default:
+			return false;
+	}
 }
 
 /*
@@ -188,7 +307,8 @@ tenure_tokens_check(char **newval, void **extra, GucSource source)
 	held = tenure_guc_malloc(TENURE_TOKENS_VALUE_HEADER + size);
 	if (held == NULL)
 		return false;
-	held->offered = (source == PGC_S_SESSION && tenure_trigger_depth() == 0);
+	held->offered = (source == PGC_S_SESSION && tenure_trigger_depth() == 0 &&
+					 !tenure_rows_being_written());
 	held->presented_in = 0;
 	tokens = TenureTokensOf(held);
 
@@ -601,6 +721,8 @@ void
 tenure_fence_reset(void)
 {
 	tenure_fence_serial++;
+	tenure_writing = 0;
+	tenure_writing_saved = NIL;
 	tenure_fence_uses = NIL;
 	tenure_fence_checked = false;
 }

@@ -11,6 +11,7 @@
 #ifndef PG_TENURE_H
 #define PG_TENURE_H
 
+#include "access/xact.h"
 #include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "storage/condition_variable.h"
@@ -609,6 +610,8 @@ extern const TenureToken *tenure_tokens_find(const TenureTokens *tokens,
 extern char *tenure_tokens_string;
 extern bool tenure_tokens_check(char **newval, void **extra, GucSource source);
 extern void tenure_tokens_assign(const char *newval, void *extra);
+extern void tenure_fence_init(void);
+extern void tenure_fence_subxact(SubXactEvent event);
 extern void tenure_fence_check(const char *name, const char *table,
 							   bool at_commit, int *fence_lock);
 extern void tenure_fence_note(const char *lease, const char *table,

@@ -236,4 +236,5 @@ _PG_init(void)
 	tenure_txn_init();
 	tenure_catalog_init();
 	tenure_objects_init();
+	tenure_fence_init();
 }

@@ -711,6 +711,7 @@ tenure_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	ListCell   *lc;
 	bool		changed = false;
 
+	tenure_fence_subxact(event);
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		tenure_state_waiting_done();
 
