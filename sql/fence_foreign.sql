@@ -27,6 +27,8 @@ CREATE DOMAIN fence_foreign_pos AS int CHECK (VALUE > 0);
 CREATE COLLATION fence_foreign_coll (provider = libc, locale = 'C');
 CREATE FUNCTION fence_foreign_twice(int) RETURNS int
 	LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
+CREATE FUNCTION fence_foreign_twice_plus(int, int) RETURNS int
+	LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2 + $2';
 RESET ROLE;
 
 -- mallory fences tables of her own with a lease nobody holds
@@ -46,6 +48,21 @@ SELECT tenure.fence_table('fence_foreign_coll_t', 'fence_foreign');
 \echo :LAST_ERROR_SQLSTATE
 CREATE TABLE fence_foreign_gen (id int, d int GENERATED ALWAYS AS (fence_foreign_twice(id)) STORED);
 SELECT tenure.fence_table('fence_foreign_gen', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+-- an operator or a text search configuration of bob's in a generated
+-- column
+RESET ROLE;
+SET ROLE fence_foreign_bob;
+CREATE OPERATOR === (leftarg = int, rightarg = int, function = fence_foreign_twice_plus);
+CREATE TEXT SEARCH CONFIGURATION fence_foreign_cfg (COPY = pg_catalog.simple);
+RESET ROLE;
+SET ROLE fence_foreign_mallory;
+CREATE TABLE fence_foreign_op (id int, g int GENERATED ALWAYS AS (id === 1) STORED);
+SELECT tenure.fence_table('fence_foreign_op', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE fence_foreign_ts (t text,
+	g tsvector GENERATED ALWAYS AS (to_tsvector('fence_foreign_cfg'::regconfig, t)) STORED);
+SELECT tenure.fence_table('fence_foreign_ts', 'fence_foreign');
 \echo :LAST_ERROR_SQLSTATE
 -- to any depth: her own composite type with an attribute of bob's type
 CREATE TYPE fence_foreign_wrap AS (inner_pair fence_foreign_pair);
@@ -119,6 +136,9 @@ DROP TYPE fence_foreign_pair CASCADE;
 DROP DOMAIN fence_foreign_pos CASCADE;
 DROP COLLATION fence_foreign_coll CASCADE;
 DROP FUNCTION fence_foreign_twice(int) CASCADE;
+DROP OPERATOR === (int, int) CASCADE;
+DROP FUNCTION fence_foreign_twice_plus(int, int) CASCADE;
+DROP TEXT SEARCH CONFIGURATION fence_foreign_cfg CASCADE;
 DROP TABLE fence_foreign_b CASCADE;
 RESET ROLE;
 
@@ -146,7 +166,8 @@ SELECT tenure.unfence_table('fence_foreign_ok');
 SELECT tenure.unfence_table('fence_foreign_child');
 DROP TABLE fence_foreign_rowtype, fence_foreign_array, fence_foreign_domain,
 	fence_foreign_coll_t, fence_foreign_gen, fence_foreign_deep,
-	fence_foreign_ours, fence_foreign_ok, fence_foreign_child;
+	fence_foreign_ours, fence_foreign_ok, fence_foreign_child,
+	fence_foreign_op, fence_foreign_ts;
 SELECT count(*) AS fenced FROM tenure.fenced WHERE lease = 'fence_foreign';
 DROP TYPE fence_foreign_wrap, fence_foreign_mine;
 SELECT tenure.drop_lease('fence_foreign');

@@ -428,8 +428,9 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
 /*
  * What shapes a fenced table's rows, followed through pg_depend from the
  * tables (and the expressions of their generated columns) to the types,
- * collations, functions and composite types' relations they use, to any
- * depth.  A command on any of these can change the fenced rows (ALTER
+ * collations, functions, operators (and their classes and families), text
+ * search configurations and dictionaries and composite types' relations
+ * they use, to any depth.  A command on any of these can change the fenced rows (ALTER
  * TYPE ... ADD ATTRIBUTE, DROP TYPE ... CASCADE drops a column), so each
  * must belong to the table's owner (or a role whose privileges its owner
  * has) or a superuser, and none may be one of pg_tenure's own: otherwise
@@ -443,7 +444,10 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
 	"  SELECT d.classid, d.objid, d.refclassid, d.refobjid FROM pg_catalog.pg_depend d" \
 	"   WHERE d.refclassid OPERATOR(pg_catalog.=) ANY (ARRAY[" \
 	"    'pg_catalog.pg_type'::pg_catalog.regclass, 'pg_catalog.pg_class'::pg_catalog.regclass," \
-	"    'pg_catalog.pg_collation'::pg_catalog.regclass, 'pg_catalog.pg_proc'::pg_catalog.regclass" \
+	"    'pg_catalog.pg_collation'::pg_catalog.regclass, 'pg_catalog.pg_proc'::pg_catalog.regclass," \
+	"    'pg_catalog.pg_operator'::pg_catalog.regclass, 'pg_catalog.pg_opclass'::pg_catalog.regclass," \
+	"    'pg_catalog.pg_opfamily'::pg_catalog.regclass, 'pg_catalog.pg_ts_config'::pg_catalog.regclass," \
+	"    'pg_catalog.pg_ts_dict'::pg_catalog.regclass" \
 	"   ]::pg_catalog.oid[])" \
 	"   AND d.deptype OPERATOR(pg_catalog.=) ANY ('{n,i,a}'::pg_catalog.\"char\"[])" \
 	"  UNION ALL" \
@@ -465,7 +469,8 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
 	"  SELECT e.refclassid, e.refobjid, dep.tbl FROM edges e JOIN dep" \
 	"   ON e.classid OPERATOR(pg_catalog.=) dep.classid AND e.objid OPERATOR(pg_catalog.=) dep.objid)," \
 	" owned (classid, objid, tbl, owner, ours) AS (" \
-	"  SELECT dep.classid, dep.objid, dep.tbl, COALESCE(c.relowner, ty.typowner, co.collowner, p.proowner)," \
+	"  SELECT dep.classid, dep.objid, dep.tbl, COALESCE(c.relowner, ty.typowner, co.collowner, p.proowner," \
+	"   op.oprowner, oc.opcowner, ofa.opfowner, tc.cfgowner, td.dictowner)," \
 	"   EXISTS (SELECT FROM pg_catalog.pg_depend x" \
 	"    WHERE x.classid OPERATOR(pg_catalog.=) dep.classid AND x.objid OPERATOR(pg_catalog.=) dep.objid" \
 	"    AND x.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass" \
@@ -478,7 +483,17 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
 	"  LEFT JOIN pg_catalog.pg_collation co ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_collation'::pg_catalog.regclass" \
 	"   AND co.oid OPERATOR(pg_catalog.=) dep.objid" \
 	"  LEFT JOIN pg_catalog.pg_proc p ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass" \
-	"   AND p.oid OPERATOR(pg_catalog.=) dep.objid)" \
+	"   AND p.oid OPERATOR(pg_catalog.=) dep.objid" \
+	"  LEFT JOIN pg_catalog.pg_operator op ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_operator'::pg_catalog.regclass" \
+	"   AND op.oid OPERATOR(pg_catalog.=) dep.objid" \
+	"  LEFT JOIN pg_catalog.pg_opclass oc ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_opclass'::pg_catalog.regclass" \
+	"   AND oc.oid OPERATOR(pg_catalog.=) dep.objid" \
+	"  LEFT JOIN pg_catalog.pg_opfamily ofa ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_opfamily'::pg_catalog.regclass" \
+	"   AND ofa.oid OPERATOR(pg_catalog.=) dep.objid" \
+	"  LEFT JOIN pg_catalog.pg_ts_config tc ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_ts_config'::pg_catalog.regclass" \
+	"   AND tc.oid OPERATOR(pg_catalog.=) dep.objid" \
+	"  LEFT JOIN pg_catalog.pg_ts_dict td ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_ts_dict'::pg_catalog.regclass" \
+	"   AND td.oid OPERATOR(pg_catalog.=) dep.objid)" \
 	" SELECT o.tbl::pg_catalog.regclass::pg_catalog.text," \
 	"  pg_catalog.pg_describe_object(o.classid, o.objid, 0)," \
 	"  r.rolname, o.ours" \
@@ -541,7 +556,7 @@ tenure_fence_foreign_check(const char *sql, Datum tables, bool fencing)
 					table, object, owner),
 			 errdetail("A command of role \"%s\" on %s could change the fenced rows, and the fence would refuse it.",
 					   owner, object),
-			 errhint("A fenced table may use only types, collations and functions that its owner or a superuser owns.")));
+			 errhint("A fenced table may use only types, collations, functions and operators that its owner or a superuser owns.")));
 }
 
 /*
@@ -1491,7 +1506,11 @@ tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree)
 	}
 	if (owner || tag == CMDTAG_ALTER_TYPE || tag == CMDTAG_ALTER_DOMAIN ||
 		tag == CMDTAG_ALTER_COLLATION || tag == CMDTAG_ALTER_FUNCTION ||
-		tag == CMDTAG_ALTER_PROCEDURE || tag == CMDTAG_ALTER_ROUTINE)
+		tag == CMDTAG_ALTER_PROCEDURE || tag == CMDTAG_ALTER_ROUTINE ||
+		tag == CMDTAG_ALTER_OPERATOR || tag == CMDTAG_ALTER_OPERATOR_CLASS ||
+		tag == CMDTAG_ALTER_OPERATOR_FAMILY ||
+		tag == CMDTAG_ALTER_TEXT_SEARCH_CONFIGURATION ||
+		tag == CMDTAG_ALTER_TEXT_SEARCH_DICTIONARY)
 		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f"),
 								   (Datum) 0, false);
 	else
