@@ -127,6 +127,19 @@ SET ROLE fence_foreign_mallory;
 SELECT tenure.release('fence_foreign', 'm');
 RESET ROLE;
 
+-- a fence pins its lease (drop_lease is refused while it fences tables):
+-- fencing by a lease needs its owner's privileges, like acquiring it
+SELECT tenure.create_lease('fence_foreign_su');
+SET ROLE fence_foreign_mallory;
+CREATE TABLE fence_foreign_pin (id int);
+\set VERBOSITY terse
+SELECT tenure.fence_table('fence_foreign_pin', 'fence_foreign_su');
+\set VERBOSITY default
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE fence_foreign_pin;
+RESET ROLE;
+SELECT tenure.drop_lease('fence_foreign_su');
+
 -- bob's commands on his own objects all work
 SET ROLE fence_foreign_bob;
 ALTER TABLE fence_foreign_b ADD COLUMN extra int;

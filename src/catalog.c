@@ -768,7 +768,7 @@ tenure_issue_epoch(const char *name, int64 floor)
 
 	args[0] = CStringGetTextDatum(name);
 	tenure_spi_exec("SELECT epoch, base, issued_sysid, issued_tli FROM tenure.lease"
-					" WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+					" WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
 					"t", args, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		ereport(ERROR,
@@ -980,7 +980,7 @@ tenure_check_owner(const char *name, Oid owner, Oid caller)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for lease \"%s\"", name),
-				 errdetail("Only roles with the privileges of role \"%s\" may acquire, renew, release, claim or drop it.",
+				 errdetail("Only roles with the privileges of role \"%s\" may acquire, renew, release, claim, hand over, alter or drop it, or fence tables by it.",
 						   GetUserNameFromId(owner, true) ?
 						   GetUserNameFromId(owner, true) : "?")));
 	tenure_acting_user = caller;

@@ -667,8 +667,12 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 
 	tenure_spi_begin(&spi);
 	args[0] = CStringGetTextDatum(name);
-	/* locked against a concurrent drop_lease until we commit */
-	tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1"
+	/*
+	 * Locked against a concurrent drop_lease until we commit.  A fence
+	 * keeps its lease from being dropped, and its lock from being changed:
+	 * only roles with the lease owner's privileges may set one up.
+	 */
+	tenure_spi_exec("SELECT owner FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1"
 					" FOR KEY SHARE",
 					"t", args, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
@@ -676,6 +680,14 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("lease \"%s\" does not exist", name),
 				 errhint("Create it with tenure.create_lease().")));
+	{
+		bool		isnull;
+		Oid			owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc,
+														   1, &isnull));
+
+		tenure_check_owner(name, owner, spi.save_userid);
+	}
 	foreach(lc, rels)
 	{
 		char	   *by = tenure_fenced_by(lfirst_oid(lc));
