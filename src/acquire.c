@@ -260,6 +260,7 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	TransactionId xid;
 
 	*started = false;
+	memset(busy, 0, sizeof(TenureBusy));
 	/* a superuser's tenures count, but no role share limits them */
 	share_role = superuser() ? InvalidOid : GetUserId();
 	tenure_make_key(&key, MyDatabaseId, name);
@@ -412,6 +413,30 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	 * reservation is not taken over, and its ttl counts from the issue on
 	 * (state.c; src/README, F10).
 	 */
+	if (wait_us == 0)
+	{
+		bool		free;
+
+		/*
+		 * A call that does not wait never waits for a row lock either: a
+		 * transaction that changes the lease (a claim, release, handoff,
+		 * drop or alter, perhaps idle) makes it busy; give the reservation
+		 * back.
+		 */
+		tenure_spi_begin(&spi);
+		free = tenure_lease_row_free(name);
+		tenure_spi_end(&spi);
+		if (!free)
+		{
+			tenure_state_begin_update();
+			(void) tenure_state_cancel(&key, token);
+			tenure_state_end_update(true);
+			tenure_txn_forget_acquire(token);
+			memset(busy, 0, sizeof(TenureBusy));
+			busy->row_locked = true;
+			return 0;
+		}
+	}
 	if (!tenure_state_issuing(&key, token))
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_LEASE_HELD),

@@ -988,6 +988,28 @@ tenure_check_owner(const char *name, Oid owner, Oid caller)
 }
 
 /*
+ * Lock the lease's row as issuing an epoch does, without waiting: false if
+ * another transaction holds it (a claim, release, handoff, drop or alter
+ * that has not ended).  A lease dropped meanwhile counts as free: issuing
+ * then says it does not exist.  Inside an SPI session.
+ */
+bool
+tenure_lease_row_free(const char *name)
+{
+	Datum		args[1];
+
+	args[0] = CStringGetTextDatum(name);
+	tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1"
+					" FOR NO KEY UPDATE SKIP LOCKED",
+					"t", args, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		return true;
+	tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+					"t", args, NULL, SPI_OK_SELECT);
+	return SPI_processed == 0;
+}
+
+/*
  * Bring the lease into shared memory if it is not there (or only as
  * cached during recovery), from its latest committed row.  Runs its own
  * SPI session; fails with 42704 for an unknown lease.

@@ -521,7 +521,12 @@ tenure_acquire_or_error(PG_FUNCTION_ARGS)
 	if (epoch != 0)
 		PG_RETURN_INT64(epoch);
 
-	if (busy.altering)
+	if (busy.row_locked)
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("lease \"%s\" is being changed by another transaction", name),
+				 errdetail("A transaction that claims, releases, hands over, drops or alters the lease has not ended yet.")));
+	else if (busy.altering)
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_LEASE_HELD),
 				 errmsg("lease \"%s\" is being altered", name),

@@ -113,6 +113,7 @@ typedef struct TenureBusy
 	bool		foreign;		/* a foreign session holds the lock_key */
 	bool		no_memory;		/* the shared lock table is full */
 	bool		altering;		/* an alter_lease pinned it (state.c) */
+	bool		row_locked;		/* another transaction holds its row */
 	char		holder[TENURE_HOLDER_MAX + 1];
 	int64		epoch;			/* 0 while the holder is acquiring it */
 	TimestampTz since;
@@ -483,6 +484,7 @@ extern bool tenure_load_committed(const char *name, TenureRow *row,
 								  bool missing_ok, bool *open_at_shutdown);
 extern void tenure_history_close(const char *name, const TenureKey *key);
 extern void tenure_history_close_restarted(void);
+extern bool tenure_lease_row_free(const char *name);
 extern struct BackgroundWorkerHandle *tenure_history_launch(Oid dbid, Oid after);
 PGDLLEXPORT void tenure_history_main(Datum arg);
 extern bool tenure_history_close_ended(const char *name, int64 epoch,
