@@ -256,6 +256,7 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	bool		exists = true;
 	bool		open_at_shutdown = false;
 	bool		waiting = false;
+	bool		locked = false;
 	Oid			share_role;
 	TransactionId xid;
 
@@ -413,37 +414,31 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	 * reservation is not taken over, and its ttl counts from the issue on
 	 * (state.c; src/README, F10).
 	 */
-	if (wait_us == 0)
-	{
-		bool		free;
-
-		/*
-		 * A call that does not wait never waits for a row lock either: a
-		 * transaction that changes the lease (a claim, release, handoff,
-		 * drop or alter, perhaps idle) makes it busy; give the reservation
-		 * back.
-		 */
-		tenure_spi_begin(&spi);
-		free = tenure_lease_row_free(name);
-		tenure_spi_end(&spi);
-		if (!free)
-		{
-			tenure_state_begin_update();
-			(void) tenure_state_cancel(&key, token);
-			tenure_state_end_update(true);
-			tenure_txn_forget_acquire(token);
-			memset(busy, 0, sizeof(TenureBusy));
-			busy->row_locked = true;
-			return 0;
-		}
-	}
 	if (!tenure_state_issuing(&key, token))
 		ereport(ERROR,
 				(errcode(ERRCODE_TENURE_LEASE_HELD),
 				 errmsg("acquisition of lease \"%s\" expired before its transaction committed", name),
 				 errdetail("Another holder took the lease over before its epoch was issued.")));
 	tenure_spi_begin(&spi);
-	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key));
+	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key),
+							   wait_us == 0 ? &locked : NULL);
+	if (locked)
+	{
+		/*
+		 * A call that does not wait never waits for a row lock either: a
+		 * transaction that changes the lease (a claim, release, handoff,
+		 * drop or alter, perhaps idle) holds its row, and the lease is
+		 * busy.  Give the reservation back.
+		 */
+		tenure_spi_end(&spi);
+		tenure_state_begin_update();
+		(void) tenure_state_cancel(&key, token);
+		tenure_state_end_update(true);
+		tenure_txn_forget_acquire(token);
+		memset(busy, 0, sizeof(TenureBusy));
+		busy->row_locked = true;
+		return 0;
+	}
 
 	tenure_history_close(name, &key);
 	tenure_history_start(name, epoch, holder, session_bound);

@@ -746,7 +746,7 @@ tenure_clock_of(const char *name, TimeLineID tli, XLogRecPtr lsn)
  * acquisitions and claims under synchronous_commit = off.
  */
 int64
-tenure_issue_epoch(const char *name, int64 floor)
+tenure_issue_epoch(const char *name, int64 floor, bool *locked)
 {
 	Datum		args[5];
 	bool		nulls[5] = {false, false, false, false, false};
@@ -767,9 +767,29 @@ tenure_issue_epoch(const char *name, int64 floor)
 	int64		candidate;
 
 	args[0] = CStringGetTextDatum(name);
-	tenure_spi_exec("SELECT epoch, base, issued_sysid, issued_tli FROM tenure.lease"
-					" WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
-					"t", args, NULL, SPI_OK_SELECT);
+	if (locked != NULL)
+	{
+		/* a caller that does not wait takes the row only if it is free */
+		tenure_spi_exec("SELECT epoch, base, issued_sysid, issued_tli FROM tenure.lease"
+						" WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED",
+						"t", args, NULL, SPI_OK_SELECT);
+		*locked = false;
+		if (SPI_processed == 0)
+		{
+			/* locked by another transaction, or dropped (reported below) */
+			tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+							"t", args, NULL, SPI_OK_SELECT);
+			if (SPI_processed == 1)
+			{
+				*locked = true;
+				return 0;
+			}
+		}
+	}
+	else
+		tenure_spi_exec("SELECT epoch, base, issued_sysid, issued_tli FROM tenure.lease"
+						" WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
+						"t", args, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -985,28 +1005,6 @@ tenure_check_owner(const char *name, Oid owner, Oid caller)
 						   GetUserNameFromId(owner, true) : "?")));
 	tenure_acting_user = caller;
 	tenure_acting_owner = owner;
-}
-
-/*
- * Lock the lease's row as issuing an epoch does, without waiting: false if
- * another transaction holds it (a claim, release, handoff, drop or alter
- * that has not ended).  A lease dropped meanwhile counts as free: issuing
- * then says it does not exist.  Inside an SPI session.
- */
-bool
-tenure_lease_row_free(const char *name)
-{
-	Datum		args[1];
-
-	args[0] = CStringGetTextDatum(name);
-	tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1"
-					" FOR NO KEY UPDATE SKIP LOCKED",
-					"t", args, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-		return true;
-	tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
-					"t", args, NULL, SPI_OK_SELECT);
-	return SPI_processed == 0;
 }
 
 /*

@@ -741,7 +741,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	if (!tenure_holds(&key, holder, &session_bound))
 		tenure_not_holder(name, holder);
 
-	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key));
+	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
 	args[0] = CStringGetTextDatum(name);
 
 	/*
@@ -825,7 +825,7 @@ tenure_handoff(PG_FUNCTION_ARGS)
 					 errmsg("\"%s\" is not waiting for lease \"%s\"", successor, name),
 					 errhint("The successor must be waiting in tenure.acquire(..., wait => ...) for the lease.")));
 		if (pass == 0)
-			epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key));
+			epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
 	}
 
 	/*

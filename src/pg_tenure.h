@@ -484,12 +484,11 @@ extern bool tenure_load_committed(const char *name, TenureRow *row,
 								  bool missing_ok, bool *open_at_shutdown);
 extern void tenure_history_close(const char *name, const TenureKey *key);
 extern void tenure_history_close_restarted(void);
-extern bool tenure_lease_row_free(const char *name);
 extern struct BackgroundWorkerHandle *tenure_history_launch(Oid dbid, Oid after);
 PGDLLEXPORT void tenure_history_main(Datum arg);
 extern bool tenure_history_close_ended(const char *name, int64 epoch,
 									   const char *reason, TimestampTz ended);
-extern int64 tenure_issue_epoch(const char *name, int64 floor);
+extern int64 tenure_issue_epoch(const char *name, int64 floor, bool *locked);
 extern void tenure_history_start(const char *name, int64 epoch,
 								 const char *holder, bool session_bound);
 extern void tenure_check_owner(const char *name, Oid owner, Oid caller);
