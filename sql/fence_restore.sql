@@ -195,6 +195,33 @@ COPY fence_restore_default (b) FROM stdin;
 SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS copy_default_ran;
 INSERT INTO fence_restore_t (how) VALUES ('after COPY');
 ROLLBACK;
+-- the same rule, run by a DO block (through SPI) or by EXPLAIN ANALYZE
+BEGIN;
+:stale_write;
+DO $$ BEGIN INSERT INTO fence_restore_rule VALUES (1); END $$;
+SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS rule_ran;
+INSERT INTO fence_restore_t (how) VALUES ('after a rule run by DO');
+ROLLBACK;
+BEGIN;
+:stale_write;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) INSERT INTO fence_restore_rule VALUES (1);
+SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS rule_ran;
+INSERT INTO fence_restore_t (how) VALUES ('after a rule run by EXPLAIN ANALYZE');
+ROLLBACK;
+-- DDL that evaluates another role's code on rows: a CHECK constraint
+-- validated by ALTER TABLE
+SET ROLE fence_restore_mallory;
+CREATE TABLE fence_restore_alter (a int);
+INSERT INTO fence_restore_alter VALUES (1);
+RESET ROLE;
+BEGIN;
+:stale_write;
+SET LOCAL ROLE fence_restore_mallory;
+ALTER TABLE fence_restore_alter ADD CHECK (fence_restore_ok(a));
+RESET ROLE;
+SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS check_ran;
+INSERT INTO fence_restore_t (how) VALUES ('after DDL checked a constraint');
+ROLLBACK;
 -- a temporary table left on the connection, whose default presents
 CREATE TEMP TABLE audit (a int DEFAULT length(set_config('tenure.tokens',
 	'fence_restore=' || tenure.current_epoch('fence_restore'), true)));
@@ -212,7 +239,7 @@ INSERT INTO fence_restore_t (how) SELECT 'presented by the insert itself' FROM p
 ROLLBACK;
 SET ROLE fence_restore_mallory;
 DROP TABLE fence_restore_default, fence_restore_check, fence_restore_index,
-	fence_restore_rule;
+	fence_restore_rule, fence_restore_alter;
 DROP FUNCTION fence_restore_ok(int), fence_restore_imm(int),
 	fence_restore_present();
 RESET ROLE;

@@ -54,6 +54,7 @@
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
+#include "optimizer/planner.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -66,8 +67,6 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "tcop/pquery.h"
-#include "utils/portal.h"
 #include "utils/rel.h"
 
 #include "pg_tenure.h"
@@ -118,19 +117,23 @@ typedef struct TenureTokensValue
 	((TenureTokens *) ((char *) (value) + TENURE_TOKENS_VALUE_HEADER))
 
 /*
- * Data-modifying statements running in this backend: executors started
- * for INSERT, UPDATE, DELETE or MERGE, or for a query with a
- * data-modifying WITH, and not yet ended.  While one runs, code runs
- * because rows are written (column defaults, CHECK constraints, index
- * expressions, generated columns, rules, triggers, and whatever they
- * call), not because the client asked for it: a value of tenure.tokens
- * set then is never a presentation (see TenureTokensValue).  An error
- * skips ExecutorEnd: the count is put back when a subtransaction aborts
- * (tenure_writing_saved, one entry per open subtransaction) and cleared
- * when the transaction ends.
+ * Statements writing rows in this backend, running now: executors started
+ * for INSERT, UPDATE, DELETE or MERGE, for a query with a data-modifying
+ * WITH, or for a rule's action (tenure_planner() marks those), and utility
+ * statements other than the few that run no code of their own on rows
+ * (tenure_fence_utility_begin(): COPY, ALTER TABLE rewriting a table and
+ * checking constraints, and every other DDL).  While one runs, code runs
+ * because rows are written or DDL is done (column defaults, CHECK
+ * constraints, index expressions, generated columns, rules, triggers, and
+ * whatever they call), not because the client asked for it: a value of
+ * tenure.tokens set then is never a presentation (see TenureTokensValue).
+ * An error skips the end of a statement: the count is put back when a
+ * subtransaction aborts (tenure_writing_saved, one entry per open
+ * subtransaction) and cleared when the transaction ends.
  */
 static int	tenure_writing = 0;
 static List *tenure_writing_saved = NIL;
+static planner_hook_type tenure_prev_planner = NULL;
 static ExecutorStart_hook_type tenure_prev_ExecutorStart = NULL;
 static ExecutorEnd_hook_type tenure_prev_ExecutorEnd = NULL;
 
@@ -202,11 +205,82 @@ tenure_executor_end(QueryDesc *queryDesc)
 }
 
 /*
- * At library load: count the data-modifying executors (tenure_writing).
+ * Planner hook: a rule's action runs because its rule's relation is
+ * written, but one that only reads (DO ALSO SELECT f(), DO INSTEAD SELECT
+ * ...) is a SELECT like any other by the time it runs, also under SPI or
+ * EXPLAIN ANALYZE.  Mark it as data-modifying (as a query with a
+ * data-modifying WITH is: it runs to completion, and not in a read-only
+ * function), so that tenure_writing counts it.
+ */
+static PlannedStmt *
+tenure_planner(Query *parse, const char *query_string, int cursorOptions,
+			   ParamListInfo boundParams)
+{
+	PlannedStmt *result;
+
+	if (tenure_prev_planner)
+		result = tenure_prev_planner(parse, query_string, cursorOptions, boundParams);
+	else
+		result = standard_planner(parse, query_string, cursorOptions, boundParams);
+	if (result->commandType == CMD_SELECT &&
+		(parse->querySource == QSRC_INSTEAD_RULE ||
+		 parse->querySource == QSRC_QUAL_INSTEAD_RULE ||
+		 parse->querySource == QSRC_NON_INSTEAD_RULE))
+		result->hasModifyingCTE = true;
+	return result;
+}
+
+/*
+ * ProcessUtility (tenure.c): whether a utility statement counts as writing
+ * rows while it runs (see tenure_writing); if so it is counted, and the
+ * caller calls tenure_fence_utility_end(true) after it.  Only statements
+ * that evaluate nothing on rows of their own are not: settings, transaction
+ * control, cursors, prepared statements, LISTEN and NOTIFY, LOCK, and DO,
+ * CALL and EXPLAIN, whose statements are counted each on its own.
+ */
+bool
+tenure_fence_utility_begin(Node *stmt)
+{
+	switch (nodeTag(stmt))
+	{
+		case T_VariableSetStmt:
+		case T_VariableShowStmt:
+		case T_TransactionStmt:
+		case T_DoStmt:
+		case T_CallStmt:
+		case T_ExplainStmt:
+		case T_DeclareCursorStmt:
+		case T_FetchStmt:
+		case T_ClosePortalStmt:
+		case T_PrepareStmt:
+		case T_ExecuteStmt:
+		case T_DeallocateStmt:
+		case T_ListenStmt:
+		case T_UnlistenStmt:
+		case T_NotifyStmt:
+		case T_LockStmt:
+			return false;
+		default:
+			tenure_writing++;
+			return true;
+	}
+}
+
+void
+tenure_fence_utility_end(bool counted)
+{
+	if (counted && tenure_writing > 0)
+		tenure_writing--;
+}
+
+/*
+ * At library load: count the statements that write rows (tenure_writing).
  */
 void
 tenure_fence_init(void)
 {
+	tenure_prev_planner = planner_hook;
+	planner_hook = tenure_planner;
 	tenure_prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = tenure_executor_start;
 	tenure_prev_ExecutorEnd = ExecutorEnd_hook;
@@ -243,29 +317,12 @@ tenure_fence_subxact(SubXactEvent event)
 }
 
 /*
- * Whether rows are being written, by a running data-modifying executor, or
- * by a statement whose portal writes: COPY FROM, and the actions of rules,
- * which run as statements of their own after or before the command that
- * fired them.
+ * Whether rows are being written (see tenure_writing).
  */
 static bool
 tenure_rows_being_written(void)
 {
-	if (tenure_writing > 0)
-		return true;
-	if (ActivePortal == NULL)
-		return false;
-	switch (ActivePortal->commandTag)
-	{
-		case CMDTAG_INSERT:
-		case CMDTAG_UPDATE:
-		case CMDTAG_DELETE:
-		case CMDTAG_MERGE:
-		case CMDTAG_COPY:
-			return true;
-		default:
-			return false;
-	}
+	return tenure_writing > 0;
 }
 
 /*

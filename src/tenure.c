@@ -104,18 +104,22 @@ tenure_process_utility(PlannedStmt *pstmt, const char *queryString,
 					   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *stmt = pstmt->utilityStmt;
+	bool		counted;
 
 	if (IsA(stmt, ListenStmt) &&
 		strcmp(((ListenStmt *) stmt)->conditionname, "tenure") == 0 &&
 		tenure_state_attached())
 		tenure_state_listening();
 
+	/* what DDL runs on rows presents no token (fence.c) */
+	counted = tenure_fence_utility_begin(stmt);
 	if (prev_ProcessUtility_hook)
 		prev_ProcessUtility_hook(pstmt, queryString, readOnlyTree, context,
 								 params, queryEnv, dest, qc);
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+	tenure_fence_utility_end(counted);
 }
 
 /*
