@@ -64,6 +64,26 @@ CREATE TABLE fence_foreign_ts (t text,
 	g tsvector GENERATED ALWAYS AS (to_tsvector('fence_foreign_cfg'::regconfig, t)) STORED);
 SELECT tenure.fence_table('fence_foreign_ts', 'fence_foreign');
 \echo :LAST_ERROR_SQLSTATE
+-- a type of a trusted extension that bob created: the type is the
+-- bootstrap superuser's, but DROP EXTENSION is bob's
+RESET ROLE;
+GRANT CREATE ON DATABASE contrib_regression TO fence_foreign_bob;
+SET ROLE fence_foreign_bob;
+CREATE SCHEMA fence_foreign_ext;
+GRANT USAGE ON SCHEMA fence_foreign_ext TO PUBLIC;
+CREATE EXTENSION citext SCHEMA fence_foreign_ext;
+RESET ROLE;
+SET ROLE fence_foreign_mallory;
+CREATE TABLE fence_foreign_ci (name fence_foreign_ext.citext);
+SELECT tenure.fence_table('fence_foreign_ci', 'fence_foreign');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE fence_foreign_ci;
+RESET ROLE;
+SET ROLE fence_foreign_bob;
+DROP SCHEMA fence_foreign_ext CASCADE;
+RESET ROLE;
+REVOKE CREATE ON DATABASE contrib_regression FROM fence_foreign_bob;
+SET ROLE fence_foreign_mallory;
 -- to any depth: her own composite type with an attribute of bob's type
 CREATE TYPE fence_foreign_wrap AS (inner_pair fence_foreign_pair);
 CREATE TABLE fence_foreign_deep (id int, w fence_foreign_wrap);

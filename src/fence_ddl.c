@@ -430,12 +430,15 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
  * tables (and the expressions of their generated columns) to the types,
  * collations, functions, operators (and their classes and families), text
  * search configurations and dictionaries and composite types' relations
- * they use, to any depth.  A command on any of these can change the fenced rows (ALTER
- * TYPE ... ADD ATTRIBUTE, DROP TYPE ... CASCADE drops a column), so each
- * must belong to the table's owner (or a role whose privileges its owner
- * has) or a superuser, and none may be one of pg_tenure's own: otherwise
- * a fence set up by one role would refuse another role's commands on its
- * own objects, or pull pg_tenure's tables into a fence.  (src/README, F9.)
+ * they use, to any depth.  A command on any of these can change the fenced
+ * rows (ALTER TYPE ... ADD ATTRIBUTE, DROP TYPE ... CASCADE drops a
+ * column), so each must belong to the table's owner (or a role whose
+ * privileges its owner has) or a superuser, and so must the extension it
+ * belongs to, if any (a trusted extension created by another role owns
+ * objects of the bootstrap superuser, but its DROP is that role's); and
+ * none may be one of pg_tenure's own: otherwise a fence set up by one role
+ * would refuse another role's commands on its own objects, or pull
+ * pg_tenure's tables into a fence.  (src/README, F9.)
  * The seed is a query of the tables to check, column "tbl" (oid).
  */
 #define TENURE_FOREIGN_QUERY(seed) \
@@ -468,13 +471,19 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
 	"  UNION" \
 	"  SELECT e.refclassid, e.refobjid, dep.tbl FROM edges e JOIN dep" \
 	"   ON e.classid OPERATOR(pg_catalog.=) dep.classid AND e.objid OPERATOR(pg_catalog.=) dep.objid)," \
-	" owned (classid, objid, tbl, owner, ours) AS (" \
+	" owned (classid, objid, tbl, objowner, ours, ext) AS (" \
 	"  SELECT dep.classid, dep.objid, dep.tbl, COALESCE(c.relowner, ty.typowner, co.collowner, p.proowner," \
 	"   op.oprowner, oc.opcowner, ofa.opfowner, tc.cfgowner, td.dictowner)," \
 	"   EXISTS (SELECT FROM pg_catalog.pg_depend x" \
 	"    WHERE x.classid OPERATOR(pg_catalog.=) dep.classid AND x.objid OPERATOR(pg_catalog.=) dep.objid" \
 	"    AND x.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass" \
-	"    AND x.refobjid OPERATOR(pg_catalog.=) $1 AND x.deptype OPERATOR(pg_catalog.=) 'e')" \
+	"    AND x.refobjid OPERATOR(pg_catalog.=) $1 AND x.deptype OPERATOR(pg_catalog.=) 'e')," \
+	"   (SELECT e.extowner OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) e.extname" \
+	"     FROM pg_catalog.pg_depend x JOIN pg_catalog.pg_extension e" \
+	"     ON e.oid OPERATOR(pg_catalog.=) x.refobjid" \
+	"    WHERE x.classid OPERATOR(pg_catalog.=) dep.classid AND x.objid OPERATOR(pg_catalog.=) dep.objid" \
+	"    AND x.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass" \
+	"    AND x.deptype OPERATOR(pg_catalog.=) 'e' LIMIT 1)" \
 	"  FROM dep" \
 	"  LEFT JOIN pg_catalog.pg_class c ON dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass" \
 	"   AND c.oid OPERATOR(pg_catalog.=) dep.objid" \
@@ -496,11 +505,13 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
 	"   AND td.oid OPERATOR(pg_catalog.=) dep.objid)" \
 	" SELECT o.tbl::pg_catalog.regclass::pg_catalog.text," \
 	"  pg_catalog.pg_describe_object(o.classid, o.objid, 0)," \
-	"  r.rolname, o.ours" \
+	"  r.rolname, o.ours, w.extname" \
 	" FROM owned o JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) o.tbl" \
-	" JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) o.owner" \
+	" CROSS JOIN LATERAL (VALUES (o.objowner, NULL::pg_catalog.text)," \
+	"  (pg_catalog.split_part(o.ext, ' ', 1)::pg_catalog.oid, pg_catalog.split_part(o.ext, ' ', 2))) AS w (owner, extname)" \
+	" JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) w.owner" \
 	" WHERE o.ours" \
-	"  OR NOT (r.rolsuper OR pg_catalog.pg_has_role(o.owner, t.relowner, 'USAGE'))" \
+	"  OR NOT (r.rolsuper OR pg_catalog.pg_has_role(w.owner, t.relowner, 'USAGE'))" \
 	" ORDER BY 4 DESC, 1, 2 LIMIT 1"
 
 /*
@@ -516,6 +527,7 @@ tenure_fence_foreign_check(const char *sql, Datum tables, bool fencing)
 	char	   *table = NULL;
 	char	   *object = NULL;
 	char	   *owner = NULL;
+	char	   *extname = NULL;
 	bool		ours = false;
 
 	args[0] = ObjectIdGetDatum(tenure_objects(false)->extension);
@@ -532,6 +544,9 @@ tenure_fence_foreign_check(const char *sql, Datum tables, bool fencing)
 		object = pstrdup(SPI_getvalue(tup, desc, 2));
 		owner = pstrdup(SPI_getvalue(tup, desc, 3));
 		ours = strcmp(SPI_getvalue(tup, desc, 4), "t") == 0;
+		extname = SPI_getvalue(tup, desc, 5);
+		if (extname != NULL)
+			extname = pstrdup(extname);
 		MemoryContextSwitchTo(old);
 	}
 	tenure_spi_end(&spi);
@@ -547,6 +562,17 @@ tenure_fence_foreign_check(const char *sql, Datum tables, bool fencing)
 				 errmsg("fenced table %s cannot use %s, which belongs to pg_tenure",
 						table, object),
 				 errdetail("pg_tenure's own tables, views and types can never be part of a fence.")));
+	if (extname != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 fencing ?
+				 errmsg("cannot fence table %s because it uses %s of extension \"%s\", owned by role \"%s\"",
+						table, object, extname, owner) :
+				 errmsg("fenced table %s cannot use %s of extension \"%s\", owned by role \"%s\"",
+						table, object, extname, owner),
+				 errdetail("Role \"%s\" could drop extension \"%s\", which would change the fenced rows, and the fence would refuse it.",
+						   owner, extname),
+				 errhint("A fenced table may use only extensions that its owner or a superuser created.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 fencing ?
