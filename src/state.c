@@ -587,6 +587,25 @@ tenure_share_check(Oid role, Oid dbid, int64 now, int *limit)
 }
 
 /*
+ * tenure_share_check() for a new tenure of this very lease: the slot a
+ * former holder's hold-off still charges (to whatever role) is the one the
+ * new tenure takes, so that charge is given back first, and charged again
+ * only if the new tenure is refused.
+ */
+static TenureReserveResult
+tenure_share_reserve_check(TenureLease *lease, Oid role, int64 now, int *limit)
+{
+	bool		had = lease->share_taken;
+	TenureReserveResult result;
+
+	tenure_share_give(lease);
+	result = tenure_share_check(role, lease->key.dbid, now, limit);
+	if (result != TENURE_RESERVE_RESERVED && had && lease->pred_expiry_mono > now)
+		tenure_share_take(lease);
+	return result;
+}
+
+/*
  * Note a leadership change for the log, if tenure.log_transitions is on;
  * under the LWLock exclusive.  tenure_log_transitions_now() writes it.
  */
@@ -2392,8 +2411,8 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 			result = TENURE_RESERVE_BUSY;
 		}
 	}
-	else if ((result = tenure_share_check(role, key->dbid, now,
-										  &busy->share_limit)) != TENURE_RESERVE_RESERVED)
+	else if ((result = tenure_share_reserve_check(lease, role, now,
+												  &busy->share_limit)) != TENURE_RESERVE_RESERVED)
 	{
 		/* result says which share is used up */
 	}
@@ -2402,8 +2421,6 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		lease->state = TENURE_PENDING;
 		strlcpy(lease->holder, holder, sizeof(lease->holder));
 		lease->session_bound = session_bound;
-		/* the slot no longer counts for the former holder's hold-off */
-		tenure_share_give(lease);
 		lease->holder_role = OidIsValid(role) ? role : GetUserId();
 		tenure_share_take(lease);
 		lease->holder_pid = MyProcPid;

@@ -140,5 +140,8 @@ wait_until('her tenures end with her session', sub {
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($stderr, qr/53400: role "alice" holds its share of lease slots/,
 	'slots in a hold-off still count against the role\'s share');
+is($node2->safe_psql('postgres',
+		q{SET ROLE alice; SELECT tenure.acquire('h1', 'alice-again') IS NOT NULL}),
+	't', 'but a new tenure of a lease in its own hold-off takes no new slot');
 
 done_testing();
