@@ -87,7 +87,7 @@ CREATE TABLE tenure.lease (
 	-- (base raised to its epoch) at its next epoch
 	issued_sysid bigint,
 	issued_tli bigint,
-	-- N of the view tenure.fence_lock_N whose lock is the lease's fence
+	-- N of the view tenure_lock.fence_lock_N whose lock is the lease's fence
 	-- lock; create_lease picks the least used
 	fence_lock smallint NOT NULL DEFAULT 0 CHECK (fence_lock BETWEEN 0 AND 15),
 	created timestamptz NOT NULL DEFAULT pg_catalog.now(),
@@ -144,15 +144,23 @@ REVOKE ALL ON tenure.lease, tenure.history, tenure.fenced FROM PUBLIC;
 GRANT SELECT ON tenure.history, tenure.fenced TO PUBLIC;
 
 -- Fence locks: only the relation locks on these views are used.  A lease's
--- is tenure.fence_lock_<tenure.lease.fence_lock> (TENURE_FENCE_LOCKS views).
+-- is tenure_lock.fence_lock_<tenure.lease.fence_lock> (TENURE_FENCE_LOCKS
+-- views).  They live in a schema of their own on which no role but
+-- superusers has USAGE: a role that could name them could lock them (a
+-- query only prepared, never run, takes its locks before its privileges are
+-- checked) and stall every new tenure and claim.
+CREATE SCHEMA tenure_lock;
+REVOKE ALL ON SCHEMA tenure_lock FROM PUBLIC;
+COMMENT ON SCHEMA tenure_lock IS
+	'pg_tenure''s fence lock views (internal: see tenure.leases.fence_lock)';
 DO $$
 BEGIN
 	FOR slot IN 0..15 LOOP
 		EXECUTE pg_catalog.format(
-			'CREATE VIEW tenure.%I AS SELECT %s AS slot',
+			'CREATE VIEW tenure_lock.%I AS SELECT %s AS slot',
 			'fence_lock_' OPERATOR(pg_catalog.||) slot, slot);
 		EXECUTE pg_catalog.format(
-			'COMMENT ON VIEW tenure.%I IS %L',
+			'COMMENT ON VIEW tenure_lock.%I IS %L',
 			'fence_lock_' OPERATOR(pg_catalog.||) slot,
 			'Fence lock of the leases with fence_lock ' OPERATOR(pg_catalog.||) slot
 			OPERATOR(pg_catalog.||) ': fenced commits hold it in ROW EXCLUSIVE mode, claims and new tenures in EXCLUSIVE mode');
@@ -327,7 +335,10 @@ SELECT l.name AS lease,
 	   ARRAY(SELECT f.tbl FROM tenure.fenced f
 			 WHERE f.lease OPERATOR(pg_catalog.=) l.name
 			 ORDER BY f.tbl::pg_catalog.text) AS fences,
-	   pg_catalog.format('tenure.fence_lock_%s', l.fence_lock)::pg_catalog.regclass AS fence_lock,
+	   (SELECT c.oid FROM pg_catalog.pg_class c
+		 WHERE c.relnamespace OPERATOR(pg_catalog.=) 'tenure_lock'::pg_catalog.regnamespace
+		   AND c.relname OPERATOR(pg_catalog.=) ('fence_lock_' OPERATOR(pg_catalog.||) l.fence_lock)
+	   )::pg_catalog.regclass AS fence_lock,
 	   l.preferred,
 	   s.holder_role
   FROM tenure.lease l

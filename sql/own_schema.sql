@@ -78,6 +78,20 @@ SELECT tenure.fence_table('own_schema_t', 'own_schema');
 \echo :LAST_ERROR_SQLSTATE
 ALTER TABLE tenure.fenced_moved RENAME TO fenced;
 
+-- the fence lock views are out of other roles' reach: a query that is only
+-- prepared takes its locks before its privileges are checked, so a role
+-- that could name a fence lock view could lock it and stall every claim
+SET ROLE own_schema_mallory;
+PREPARE own_schema_lock AS SELECT * FROM tenure_lock.fence_lock_0 FOR UPDATE;
+\echo :LAST_ERROR_SQLSTATE
+SELECT fence_lock IS NOT NULL AS fence_lock_shown FROM tenure.leases WHERE lease = 'own_schema';
+RESET ROLE;
+-- USAGE on it granted to another role makes pg_tenure fail closed
+GRANT USAGE ON SCHEMA tenure_lock TO own_schema_mallory;
+SELECT tenure.current_epoch('own_schema') IS NOT NULL AS answered;
+\echo :LAST_ERROR_SQLSTATE
+REVOKE USAGE ON SCHEMA tenure_lock FROM own_schema_mallory;
+
 -- everything works again
 SELECT tenure.fence_table('own_schema_t', 'own_schema');
 SELECT tenure.release('own_schema', 'h');

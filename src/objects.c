@@ -11,7 +11,9 @@
  * alone; and that schema must be named tenure, owned by a superuser, and
  * let no other role create objects in it, so that nobody but a superuser
  * can add, rename or replace anything a qualified name such as
- * tenure.lease resolves to.  The extension's owner, as whom pg_tenure
+ * tenure.lease resolves to.  The fence lock views live in schema
+ * tenure_lock, also the extension's, which no role but superusers may use:
+ * whoever can name a relation can lock it.  The extension's owner, as whom pg_tenure
  * runs its statements, must be a superuser.  When any of this does not
  * hold, every use fails closed with SQLSTATE 55000 and a message that
  * says what is wrong; nothing reads or writes a look-alike.
@@ -164,11 +166,11 @@ tenure_objects_refuse(const char *what, const char *detail_fmt, const char *arg)
 }
 
 /*
- * Whether a role other than a superuser (or PUBLIC) holds CREATE on the
- * schema whose pg_namespace row is tup; sets *grantee to its OID.
+ * Whether a role other than a superuser (or PUBLIC) holds any privilege of
+ * mode on the schema whose pg_namespace row is tup; sets *grantee to it.
  */
 static bool
-tenure_schema_create_granted(HeapTuple tup, Oid *grantee)
+tenure_schema_granted(HeapTuple tup, AclMode mode, Oid *grantee)
 {
 	Form_pg_namespace nspform = (Form_pg_namespace) GETSTRUCT(tup);
 	Datum		acldatum;
@@ -182,7 +184,7 @@ tenure_schema_create_granted(HeapTuple tup, Oid *grantee)
 	if (isnull)
 		return false;			/* the default: only the owner */
 	acl = DatumGetAclP(acldatum);
-	if (aclmask(acl, ACL_ID_PUBLIC, nspform->nspowner, ACL_CREATE, ACLMASK_ANY) != 0)
+	if (aclmask(acl, ACL_ID_PUBLIC, nspform->nspowner, mode, ACLMASK_ANY) != 0)
 	{
 		*grantee = ACL_ID_PUBLIC;
 		return true;
@@ -192,7 +194,7 @@ tenure_schema_create_granted(HeapTuple tup, Oid *grantee)
 	{
 		if (superuser_arg(roles[i]))
 			continue;
-		if (aclmask(acl, roles[i], nspform->nspowner, ACL_CREATE, ACLMASK_ANY) != 0)
+		if (aclmask(acl, roles[i], nspform->nspowner, mode, ACLMASK_ANY) != 0)
 		{
 			*grantee = roles[i];
 			return true;
@@ -248,6 +250,7 @@ tenure_objects_load(TenureObjects *objs, bool missing_ok)
 	HeapTuple	tup;
 	Form_pg_namespace nspform;
 	Oid			grantee;
+	Oid			lock_nsp;
 	int			i;
 
 	ext = get_extension_oid("pg_tenure", true);
@@ -293,7 +296,7 @@ tenure_objects_load(TenureObjects *objs, bool missing_ok)
 							  "Schema \"tenure\" is owned by role \"%s\", which is not a superuser.",
 							  GetUserNameFromId(owner, true));
 	}
-	if (tenure_schema_create_granted(tup, &grantee))
+	if (tenure_schema_granted(tup, ACL_CREATE, &grantee))
 	{
 		ReleaseSysCache(tup);
 		tenure_objects_refuse("schema",
@@ -306,12 +309,29 @@ tenure_objects_load(TenureObjects *objs, bool missing_ok)
 	objs->lease = tenure_objects_member_rel("lease", objs->namespace, ext);
 	objs->history = tenure_objects_member_rel("history", objs->namespace, ext);
 	objs->fenced = tenure_objects_member_rel("fenced", objs->namespace, ext);
+	/* the fence lock views, in a schema only superusers may use */
+	lock_nsp = get_namespace_oid("tenure_lock", true);
+	if (!OidIsValid(lock_nsp) ||
+		getExtensionOfObject(NamespaceRelationId, lock_nsp) != ext)
+		tenure_objects_refuse("schema", "%s",
+							  "Schema \"tenure_lock\" is not a member of extension pg_tenure.");
+	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(lock_nsp));
+	if (!HeapTupleIsValid(tup))
+		tenure_objects_refuse("schema", "%s", "Schema \"tenure_lock\" does not exist.");
+	if (!superuser_arg(((Form_pg_namespace) GETSTRUCT(tup))->nspowner) ||
+		tenure_schema_granted(tup, ACL_USAGE | ACL_CREATE, &grantee))
+	{
+		ReleaseSysCache(tup);
+		tenure_objects_refuse("schema", "%s",
+							  "Schema \"tenure_lock\" is owned by a role that is not a superuser, or other roles may use it.");
+	}
+	ReleaseSysCache(tup);
 	for (i = 0; i < TENURE_FENCE_LOCKS; i++)
 	{
 		char		name[NAMEDATALEN];
 
 		snprintf(name, sizeof(name), "fence_lock_%d", i);
-		objs->fence_locks[i] = tenure_objects_member_rel(name, objs->namespace, ext);
+		objs->fence_locks[i] = tenure_objects_member_rel(name, lock_nsp, ext);
 	}
 	objs->fence_trigger = tenure_objects_member_func("fence_trigger", ext);
 	objs->fence_apply_trigger = tenure_objects_member_func("fence_apply_trigger", ext);

@@ -34,7 +34,7 @@
 #define TENURE_PROBE_LOCK_FIELD4	0x7E43	/* the keeper's lock table probe */
 
 /*
- * Fence locks are relation locks on the views tenure.fence_lock_0 .. _15
+ * Fence locks are relation locks on the views tenure_lock.fence_lock_0 .. _15
  * (a lease's is the one its row names): weak relation locks take the lock
  * manager's per-backend fast path, which advisory locks never do.  The
  * install script creates the same number of views.
@@ -453,7 +453,7 @@ typedef struct TenureObjects
 	Oid			lease;			/* tenure.lease */
 	Oid			history;		/* tenure.history */
 	Oid			fenced;			/* tenure.fenced */
-	Oid			fence_locks[TENURE_FENCE_LOCKS];	/* tenure.fence_lock_N */
+	Oid			fence_locks[TENURE_FENCE_LOCKS];	/* tenure_lock.fence_lock_N */
 	Oid			fence_trigger;	/* tenure.fence_trigger() */
 	Oid			fence_apply_trigger;	/* tenure.fence_apply_trigger() */
 } TenureObjects;

@@ -178,7 +178,7 @@ typedef struct TenureLease
 
 	/* settings, copied from tenure.lease when the entry is loaded */
 	int64		lease_id;
-	int			fence_lock;		/* N of view tenure.fence_lock_N */
+	int			fence_lock;		/* N of view tenure_lock.fence_lock_N */
 	Oid			owner;
 	int64		ttl_us;
 	int64		holdoff_us;		/* -1: automatic hold-off */
