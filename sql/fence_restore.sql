@@ -135,6 +135,27 @@ ROLLBACK;
 DROP TABLE fence_restore_m;
 DROP FUNCTION fence_restore_help();
 
+-- nor can such a trigger change the fence or the lease in the writer's
+-- name: pg_tenure's functions refuse to run from a trigger
+SET ROLE fence_restore_mallory;
+CREATE FUNCTION fence_restore_unfence() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM tenure.unfence_table('fence_restore_t');
+	RETURN NULL;
+END
+$$;
+CREATE TRIGGER z_fence_restore_unfence AFTER INSERT ON fence_restore_t
+	FOR EACH STATEMENT EXECUTE FUNCTION fence_restore_unfence();
+RESET ROLE;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_restore=' || :cur, true) IS NOT NULL AS presented;
+INSERT INTO fence_restore_t (how) VALUES ('unfenced by a trigger');
+ROLLBACK;
+SELECT count(*) AS still_fenced FROM tenure.fenced WHERE tbl = 'fence_restore_t'::regclass;
+DROP TRIGGER z_fence_restore_unfence ON fence_restore_t;
+DROP FUNCTION fence_restore_unfence();
+
 -- 6. code that runs because rows are written, not because the client
 -- called it: a column default, a CHECK constraint, an index expression, a
 -- rule's action, COPY's defaults, a temporary table a previous client of

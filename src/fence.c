@@ -326,6 +326,30 @@ tenure_rows_being_written(void)
 }
 
 /*
+ * Refuse to change leases or fences from a trigger, naming the function
+ * called: a trigger runs with the writing role's privileges without that
+ * role asking for it, and another role may have written it (a role with
+ * only the TRIGGER privilege on a fenced table could otherwise unfence it,
+ * or claim the writer's epoch, in the writer's name).  A statement's own
+ * expressions may call pg_tenure's functions (INSERT INTO log SELECT
+ * tenure.claim_epoch(...)): the client wrote them.
+ */
+void
+tenure_require_not_trigger(FunctionCallInfo fcinfo)
+{
+	Oid			fn = fcinfo->flinfo->fn_oid;
+
+	if (tenure_trigger_depth() > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot execute %s() from a trigger",
+						quote_qualified_identifier(get_namespace_name(get_func_namespace(fn)),
+												   get_func_name(fn))),
+				 errdetail("A trigger runs because rows are written, with the writing role's privileges, and another role may have put it on the table; it cannot change leases or fences in the writer's name."),
+				 errhint("Call pg_tenure's functions from the statements of the transaction itself.")));
+}
+
+/*
  * Check hook of tenure.tokens: parse "lease=epoch[, lease=epoch ...]"
  * (the syntax is tokens.c's) into the setting's "extra", allocated as the
  * GUC machinery frees it.  No catalog access and no ERROR here: a bad

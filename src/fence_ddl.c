@@ -376,6 +376,7 @@ tenure_fence_targets(FunctionCallInfo fcinfo)
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 
 	/*
 	 * find_all_inheritors() locks the descendants, not the table itself:

@@ -86,6 +86,7 @@ tenure_create_lease(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 		tenure_arg_interval(fcinfo, 2, "holdoff", true, TENURE_MAX_HOLDOFF_US);
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 
 	tenure_spi_begin(&spi);
 
@@ -309,6 +310,7 @@ tenure_alter_lease(PG_FUNCTION_ARGS)
 	tenure_arg_not_both(fcinfo, 4, reset, TENURE_RESET_PREFERRED, "preferred");
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 
 	tenure_spi_begin(&spi);
 	/* locked until commit: drops, claims, new epochs and alters wait */
@@ -414,6 +416,7 @@ tenure_drop_lease(PG_FUNCTION_ARGS)
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, true);
@@ -460,6 +463,7 @@ tenure_acquire_sql(FunctionCallInfo fcinfo, const char *name,
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_txn_check_not_pinned(&key);
 	epoch = tenure_acquire_tenure(name, holder, wait_us, session_bound, busy,
@@ -569,6 +573,7 @@ tenure_renew(PG_FUNCTION_ARGS)
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 	tenure_make_key(&key, MyDatabaseId, name);
 
 	/*
@@ -620,6 +625,7 @@ tenure_release(PG_FUNCTION_ARGS)
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 
 	tenure_spi_begin(&spi);
 	/* locked until commit: a claim racing us re-checks after we are done */
@@ -731,6 +737,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
@@ -793,6 +800,7 @@ tenure_handoff(PG_FUNCTION_ARGS)
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 	if (strcmp(holder, successor) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -869,6 +877,7 @@ tenure_set_preferred(PG_FUNCTION_ARGS)
 
 	tenure_require_loaded();
 	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, true);

@@ -16,8 +16,9 @@
 #     leases.
 # (d) The take-over terminates the abandoned backend only where
 #     pg_terminate_backend, called by the current user of the acquire call,
-#     would: Mallory's SECURITY DEFINER trigger acquires her lease inside
-#     Bob's transaction, which stays idle; Mallory may not terminate Bob,
+#     would: Mallory's SECURITY DEFINER function, which Bob calls, acquires
+#     her lease inside Bob's transaction, which stays idle (a trigger of
+#     hers cannot: pg_tenure's functions refuse to run in triggers); Mallory may not terminate Bob,
 #     so each of her acquisitions fails at once with 55P03 naming his
 #     backend, and Bob's session lives on.
 # (e) A member of the abandoned backend's role, or of pg_signal_backend,
@@ -181,7 +182,7 @@ $node->safe_psql(
 	SET ROLE mallory;
 	SELECT tenure.create_lease('m', ttl => '1 s', holdoff => '0');
 	CREATE TABLE mallory.t (x int);
-	CREATE FUNCTION mallory.trap() RETURNS trigger
+	CREATE FUNCTION mallory.trap_trigger() RETURNS trigger
 	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
 	BEGIN
 		PERFORM tenure.acquire('m', 'mallory');
@@ -189,10 +190,27 @@ $node->safe_psql(
 	END
 	$$;
 	CREATE TRIGGER trap BEFORE INSERT ON mallory.t
-	  FOR EACH ROW EXECUTE FUNCTION mallory.trap();
+	  FOR EACH ROW EXECUTE FUNCTION mallory.trap_trigger();
+	CREATE FUNCTION mallory.trap() RETURNS void
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+	BEGIN
+		PERFORM tenure.acquire('m', 'mallory');
+	END
+	$$;
 	GRANT USAGE ON SCHEMA mallory TO bob;
 	GRANT INSERT ON mallory.t TO bob;
+	GRANT EXECUTE ON FUNCTION mallory.trap() TO bob;
 });
+
+# A trigger cannot acquire (or change any lease) in the writer's
+# transaction at all: Bob's insert into her table fails.
+{
+	my ($ret, $out, $err) = $node->psql('postgres',
+		'INSERT INTO mallory.t VALUES (0)',
+		extra_params => [ '-U', 'bob' ]);
+	like($err, qr/cannot execute tenure\.acquire\(\) from a trigger/,
+		"Mallory's trigger cannot acquire her lease inside Bob's insert");
+}
 
 # Wait until the server's clock is well past the ttl of lease m, counted
 # from $at (a clock_timestamp() taken after the acquisition).
@@ -208,9 +226,9 @@ sub wait_past_ttl
 		});
 }
 
-# Bob inserts into Mallory's table: her trigger acquires m inside his
-# transaction, which then stays idle past m's ttl.  Returns his session
-# and its pid.
+# Bob calls Mallory's SECURITY DEFINER function, which acquires m inside
+# his transaction, which then stays idle past m's ttl.  Returns his
+# session and its pid.
 sub bob_abandons
 {
 	my $bob = $node->background_psql(
@@ -220,7 +238,7 @@ sub bob_abandons
 	$bob->query_safe('\set VERBOSITY verbose');
 	my $pid = $bob->query_safe('SELECT pg_backend_pid();');
 	my $at = $bob->query_safe(
-		"BEGIN; INSERT INTO mallory.t VALUES (1); SELECT clock_timestamp();");
+		"BEGIN; SELECT mallory.trap(); SELECT clock_timestamp();");
 	is( $node->safe_psql(
 			'postgres',
 			"SELECT state FROM tenure._lease_state() WHERE lease = 'm'"),
