@@ -1,4 +1,4 @@
 BEGIN;
-SELECT set_config('tenure.tokens', 'bench-writer=' || :epoch, true);
+SELECT pg_catalog.set_config('tenure.tokens', 'bench-writer=' || :epoch, true);
 INSERT INTO bench_fenced (client, note) VALUES (:client_id, 'x');
 COMMIT;

@@ -78,7 +78,7 @@ def hand_over():  # to the preferred holder, if it is not us and waits in acquir
 
 def run_job():
     with conn.transaction():
-        conn.execute("SELECT set_config('tenure.tokens', %s, true)", [f"{args.lease}={epoch}"])
+        conn.execute("SELECT pg_catalog.set_config('tenure.tokens', %s, true)", [f"{args.lease}={epoch}"])
         started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
         conn.execute("SELECT pg_sleep(%s)", [args.job_ms / 1000])  # the work
         conn.execute(sql.SQL("INSERT INTO {} (holder, epoch, started, finished) VALUES (%s, %s, %s, clock_timestamp())")

@@ -76,7 +76,7 @@ try:
             next_renew = time.monotonic() + renew_every
         try:
             with pool.connection() as conn:  # one transaction, committed at the end of the block
-                conn.execute("SELECT set_config('tenure.tokens', %s, true)", [token])
+                conn.execute("SELECT pg_catalog.set_config('tenure.tokens', %s, true)", [token])
                 conn.execute(insert, [args.holder, epoch, seq])
         except psycopg.Error as err:
             if err.sqlstate != "TN002":

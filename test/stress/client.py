@@ -258,7 +258,7 @@ class Client:
         stage = "statement"
         rec["s"] = time.monotonic()
         try:
-            c.execute("SELECT set_config('tenure.tokens', %s, true)", [f"{lease}={epoch}"])
+            c.execute("SELECT pg_catalog.set_config('tenure.tokens', %s, true)", [f"{lease}={epoch}"])
             c.execute(f"INSERT INTO stress.w_{lease} (writer, epoch, row) VALUES (%s, %s, %s)",
                       [self.holder, epoch, row])
             self.phase[self.idx] = 1    # between the last statement and COMMIT

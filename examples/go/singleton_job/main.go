@@ -125,7 +125,7 @@ func main() {
 	runJob := func() error {
 		return conn.BeginFunc(ctx, func(tx pgx.Tx) error {
 			var started time.Time
-			_, err := tx.Exec(ctx, "SELECT set_config('tenure.tokens', $1, true)", fmt.Sprintf("%s=%d", *lease, epoch))
+			_, err := tx.Exec(ctx, "SELECT pg_catalog.set_config('tenure.tokens', $1, true)", fmt.Sprintf("%s=%d", *lease, epoch))
 			if err == nil {
 				err = tx.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&started)
 			}

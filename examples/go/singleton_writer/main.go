@@ -104,7 +104,7 @@ func main() {
 			nextRenew = time.Now().Add(time.Duration(renewMs) * time.Millisecond)
 		}
 		err := pool.BeginFunc(ctx, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT set_config('tenure.tokens', $1, true)", token); err != nil {
+			if _, err := tx.Exec(ctx, "SELECT pg_catalog.set_config('tenure.tokens', $1, true)", token); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, insert, *holder, epoch, seq)
