@@ -216,6 +216,27 @@ COPY fence_restore_default (b) FROM stdin;
 SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS copy_default_ran;
 INSERT INTO fence_restore_t (how) VALUES ('after COPY');
 ROLLBACK;
+-- an immutable default, which the planner folds before any executor runs,
+-- on her table or through her domain on the writer's own table
+SET ROLE fence_restore_mallory;
+CREATE TABLE fence_restore_folded (id int, a int DEFAULT fence_restore_imm(1));
+GRANT INSERT ON fence_restore_folded TO PUBLIC;
+CREATE DOMAIN fence_restore_dom AS int DEFAULT fence_restore_imm(1);
+RESET ROLE;
+CREATE TABLE fence_restore_own (id int, d fence_restore_dom);
+BEGIN;
+:stale_write;
+INSERT INTO fence_restore_folded (id) VALUES (1);
+SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS folded_default_ran;
+INSERT INTO fence_restore_t (how) VALUES ('after a folded default');
+ROLLBACK;
+BEGIN;
+:stale_write;
+INSERT INTO fence_restore_own (id) VALUES (1);
+SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS domain_default_ran;
+INSERT INTO fence_restore_t (how) VALUES ('after a domain''s default');
+ROLLBACK;
+DROP TABLE fence_restore_own;
 -- the same rule, run by a DO block (through SPI) or by EXPLAIN ANALYZE
 BEGIN;
 :stale_write;
@@ -260,7 +281,8 @@ INSERT INTO fence_restore_t (how) SELECT 'presented by the insert itself' FROM p
 ROLLBACK;
 SET ROLE fence_restore_mallory;
 DROP TABLE fence_restore_default, fence_restore_check, fence_restore_index,
-	fence_restore_rule, fence_restore_alter;
+	fence_restore_rule, fence_restore_alter, fence_restore_folded;
+DROP DOMAIN fence_restore_dom;
 DROP FUNCTION fence_restore_ok(int), fence_restore_imm(int),
 	fence_restore_present();
 RESET ROLE;

@@ -117,9 +117,10 @@ typedef struct TenureTokensValue
 	((TenureTokens *) ((char *) (value) + TENURE_TOKENS_VALUE_HEADER))
 
 /*
- * Statements writing rows in this backend, running now: executors started
- * for INSERT, UPDATE, DELETE or MERGE, for a query with a data-modifying
- * WITH, or for a rule's action (tenure_planner() marks those), and utility
+ * Statements writing rows in this backend, running now: the planner
+ * (which folds immutable defaults), executors started for INSERT, UPDATE,
+ * DELETE or MERGE, for a query with a data-modifying WITH, or for a rule's
+ * action (tenure_planner() marks those), and utility
  * statements other than the few that run no code of their own on rows
  * (tenure_fence_utility_begin(): COPY, ALTER TABLE rewriting a table and
  * checking constraints, and every other DDL).  While one runs, code runs
@@ -185,12 +186,13 @@ tenure_query_writes(const QueryDesc *queryDesc)
 static void
 tenure_executor_start(QueryDesc *queryDesc, int eflags)
 {
+	/* counted from before its initialization evaluates anything */
+	if (tenure_query_writes(queryDesc))
+		tenure_writing++;
 	if (tenure_prev_ExecutorStart)
 		tenure_prev_ExecutorStart(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
-	if (tenure_query_writes(queryDesc))
-		tenure_writing++;
 }
 
 static void
@@ -218,10 +220,19 @@ tenure_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	PlannedStmt *result;
 
+	/*
+	 * Planning counts as writing: it folds immutable functions with
+	 * constant arguments, among them a write's column and domain defaults
+	 * that the rewriter put into its target list.  (A volatile call such
+	 * as set_config() is never folded: a client's presentation runs in the
+	 * executor.)  An error leaves the count to the (sub)transaction's end.
+	 */
+	tenure_writing++;
 	if (tenure_prev_planner)
 		result = tenure_prev_planner(parse, query_string, cursorOptions, boundParams);
 	else
 		result = standard_planner(parse, query_string, cursorOptions, boundParams);
+	tenure_writing--;
 	if (result->commandType == CMD_SELECT &&
 		(parse->querySource == QSRC_INSTEAD_RULE ||
 		 parse->querySource == QSRC_QUAL_INSTEAD_RULE ||
