@@ -160,6 +160,23 @@ DROP TABLE fence_foreign_pin;
 RESET ROLE;
 SELECT tenure.drop_lease('fence_foreign_su');
 
+-- a membership revoked after fencing (no event trigger sees it) leaves a
+-- fence using bob's function; it never makes an unrelated ALTER of anybody
+-- else fail
+GRANT fence_foreign_mallory TO fence_foreign_bob;
+SET ROLE fence_foreign_mallory;
+CREATE TABLE fence_foreign_stale (x int, g int GENERATED ALWAYS AS (fence_foreign_twice(x)) STORED);
+SELECT tenure.fence_table('fence_foreign_stale', 'fence_foreign');
+RESET ROLE;
+REVOKE fence_foreign_mallory FROM fence_foreign_bob;
+CREATE FUNCTION fence_foreign_unrelated() RETURNS int LANGUAGE sql AS 'SELECT 1';
+ALTER FUNCTION fence_foreign_unrelated() COST 7;
+DROP FUNCTION fence_foreign_unrelated();
+SET ROLE fence_foreign_mallory;
+SELECT tenure.unfence_table('fence_foreign_stale');
+DROP TABLE fence_foreign_stale;
+RESET ROLE;
+
 -- bob's commands on his own objects all work
 SET ROLE fence_foreign_bob;
 ALTER TABLE fence_foreign_b ADD COLUMN extra int;

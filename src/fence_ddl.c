@@ -442,7 +442,7 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
  * pg_tenure's tables into a fence.  (src/README, F9.)
  * The seed is a query of the tables to check, column "tbl" (oid).
  */
-#define TENURE_FOREIGN_QUERY(seed) \
+#define TENURE_FOREIGN_QUERY(seed, filter) \
 	"WITH RECURSIVE tables (tbl) AS (" seed ")," \
 	" edges (classid, objid, refclassid, refobjid) AS (" \
 	"  SELECT d.classid, d.objid, d.refclassid, d.refobjid FROM pg_catalog.pg_depend d" \
@@ -511,8 +511,9 @@ tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
 	" CROSS JOIN LATERAL (VALUES (o.objowner, NULL::pg_catalog.text)," \
 	"  (pg_catalog.split_part(o.ext, ' ', 1)::pg_catalog.oid, pg_catalog.split_part(o.ext, ' ', 2))) AS w (owner, extname)" \
 	" JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) w.owner" \
-	" WHERE o.ours" \
-	"  OR NOT (r.rolsuper OR pg_catalog.pg_has_role(w.owner, t.relowner, 'USAGE'))" \
+	" WHERE (o.ours" \
+	"  OR NOT (r.rolsuper OR pg_catalog.pg_has_role(w.owner, t.relowner, 'USAGE')))" \
+	filter \
 	" ORDER BY 4 DESC, 1, 2 LIMIT 1"
 
 /*
@@ -686,7 +687,7 @@ tenure_fence_table(PG_FUNCTION_ARGS)
 
 		foreach(lc, rels)
 			oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT pg_catalog.unnest($2::pg_catalog.oid[])"),
+		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT pg_catalog.unnest($2::pg_catalog.oid[])", ""),
 								   PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid),
 																   true, TYPALIGN_INT)),
 								   true);
@@ -1526,8 +1527,10 @@ tenure_fence_ddl_dropped_tables(const char *command)
  * On ddl_command_end: a fenced table that the command created or altered,
  * or (for a command on a type, domain, collation or function, or one that
  * gives a relation, whose row type a column may use, to another owner) any
- * fenced table, must still use only objects of its owner or a superuser
- * (TENURE_FOREIGN_QUERY).
+ * fenced table that uses an object the command changed, must still use
+ * only objects of its owner or a superuser (TENURE_FOREIGN_QUERY).  Other
+ * fenced tables are not the command's business: a role's ALTER of an
+ * object no fence uses never fails for a fence.
  */
 static void
 tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree)
@@ -1550,13 +1553,18 @@ tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree)
 		tag == CMDTAG_ALTER_OPERATOR_FAMILY ||
 		tag == CMDTAG_ALTER_TEXT_SEARCH_CONFIGURATION ||
 		tag == CMDTAG_ALTER_TEXT_SEARCH_DICTIONARY)
-		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f"),
+		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f",
+														" AND o.tbl OPERATOR(pg_catalog.=) ANY ("
+														"  SELECT d.tbl FROM dep d"
+														"  JOIN pg_catalog.pg_event_trigger_ddl_commands() c"
+														"   ON c.classid OPERATOR(pg_catalog.=) d.classid"
+														"   AND c.objid OPERATOR(pg_catalog.=) d.objid)"),
 								   (Datum) 0, false);
 	else
 		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f"
 														" WHERE f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ("
 														"  SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c"
-														"  WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass)"),
+														"  WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass)", ""),
 								   (Datum) 0, false);
 }
 
