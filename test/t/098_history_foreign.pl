@@ -28,12 +28,19 @@ $node->safe_psql('trap', q{
 SET ROLE mallory;
 CREATE TABLE public.ran (what text);
 CREATE SCHEMA tenure;
-CREATE TABLE tenure.lease (name text, id bigint, owner regrole, epoch bigint,
-						   base bigint, issued_sysid bigint, issued_tli bigint);
+-- with every column pg_tenure's statements use, so that they would run
+CREATE TABLE tenure.lease (name text, id bigint, owner regrole, ttl interval,
+						   holdoff interval, lock_key bigint, epoch bigint,
+						   base bigint, issued_sysid bigint, issued_tli bigint,
+						   fence_lock smallint, created timestamptz,
+						   preferred text);
 CREATE TABLE tenure.history (lease text, epoch bigint, holder text,
-							 started timestamptz, ended timestamptz,
-							 end_reason text, boot_id bigint);
-INSERT INTO tenure.history VALUES ('hf', 1, 'x', now(), NULL, NULL, 1);
+							 session_bound boolean, started timestamptz,
+							 ended timestamptz, end_reason text, boot_id bigint,
+							 issued_sysid bigint, issued_tli bigint,
+							 base bigint, ttl interval);
+INSERT INTO tenure.history (lease, epoch, holder, session_bound, started, boot_id, base)
+	VALUES ('hf', 1, 'x', false, now(), 1, 0);
 CREATE FUNCTION public.trap() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	INSERT INTO public.ran VALUES (TG_TABLE_NAME || ' ' || TG_OP);
