@@ -246,7 +246,10 @@ INSERT INTO fence_restore_t (how) VALUES ('after a rule run by DO');
 ROLLBACK;
 BEGIN;
 :stale_write;
+-- (the plan's output differs between majors: not shown)
+\o /dev/null
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) INSERT INTO fence_restore_rule VALUES (1);
+\o
 SELECT current_setting('tenure.tokens') = 'fence_restore=' || :cur AS rule_ran;
 INSERT INTO fence_restore_t (how) VALUES ('after a rule run by EXPLAIN ANALYZE');
 ROLLBACK;
