@@ -141,26 +141,25 @@ tenure_spi_type(char t)
 			return INTERVALOID;
 		case 'o':
 			return OIDOID;
+		case 'O':
+			return OIDARRAYOID;
 	}
 	elog(ERROR, "unknown SPI argument type %c", t);
 	return InvalidOid;			/* keep compiler quiet */
 }
 
 /*
- * Run one statement with arguments; returns SPI_processed.  types holds one
- * letter per argument: 't' text, 'i' bigint, 'b' boolean, 'z' timestamptz,
- * 'v' interval, 'o' oid; a NULL value is passed as SQL NULL.  sql is
- * prepared on first use and kept for the session.
+ * The plan of one statement, prepared on first use and kept for the
+ * session, keyed by its text.  types holds one letter per argument: 't'
+ * text, 'i' bigint, 'b' boolean, 'z' timestamptz, 'v' interval, 'o' oid,
+ * 'O' oid[].  Inside an SPI session.
  */
-uint64
-tenure_spi_exec(const char *sql, const char *types, Datum *values,
-				const bool *isnull, int expected)
+SPIPlanPtr
+tenure_spi_plan(const char *sql, const char *types)
 {
 	int			nargs = strlen(types);
-	char		nulls[8] = {0};
 	TenureStmtEntry *stmt;
 	bool		found;
-	int			rc;
 	int			i;
 
 	Assert(nargs <= 8);
@@ -205,9 +204,26 @@ tenure_spi_exec(const char *sql, const char *types, Datum *values,
 			elog(ERROR, "SPI_keepplan failed");
 		stmt->plan = plan;
 	}
+	return stmt->plan;
+}
+
+/*
+ * Run one statement with arguments (types as for tenure_spi_plan()); a
+ * NULL value is passed as SQL NULL.  Returns SPI_processed.
+ */
+uint64
+tenure_spi_exec(const char *sql, const char *types, Datum *values,
+				const bool *isnull, int expected)
+{
+	int			nargs = strlen(types);
+	char		nulls[8] = {0};
+	SPIPlanPtr	plan = tenure_spi_plan(sql, types);
+	int			rc;
+	int			i;
+
 	for (i = 0; i < nargs; i++)
 		nulls[i] = (isnull != NULL && isnull[i]) ? 'n' : ' ';
-	rc = SPI_execute_plan(stmt->plan, values, nulls, false, 0);
+	rc = SPI_execute_plan(plan, values, nulls, false, 0);
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_plan returned %d for \"%s\"", rc, sql);
 	return SPI_processed;

@@ -79,19 +79,16 @@ static bool tenure_fence_ddl_running = false;
 static void
 tenure_fence_query(const char *sql, int nargs, Datum *args)
 {
-	Oid			argtypes[2] = {OIDOID, OIDARRAYOID};
-	SPIPlanPtr	plan;
+	static const char *const types[] = {"", "o", "oO"};
 	int			rc;
 
-	Assert(nargs >= 0 && nargs <= (int) lengthof(argtypes));
-	plan = SPI_prepare(sql, nargs, argtypes);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	rc = SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(),
-							  InvalidSnapshot, false, true, 0);
+	Assert(nargs >= 0 && nargs < (int) lengthof(types));
+	/* planned once per backend (catalog.c): event triggers run on all DDL */
+	rc = SPI_execute_snapshot(tenure_spi_plan(sql, types[nargs]), args, NULL,
+							  GetLatestSnapshot(), InvalidSnapshot, false,
+							  true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_snapshot failed: %s", SPI_result_code_string(rc));
-	SPI_freeplan(plan);
 }
 
 /*

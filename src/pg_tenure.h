@@ -476,6 +476,7 @@ typedef struct TenureSpi
 extern void tenure_catalog_init(void);
 extern void tenure_spi_begin(TenureSpi *spi);
 extern void tenure_spi_end(TenureSpi *spi);
+extern struct _SPI_plan *tenure_spi_plan(const char *sql, const char *types);
 extern uint64 tenure_spi_exec(const char *sql, const char *types,
 							  Datum *values, const bool *isnull, int expected);
 extern int64 tenure_spi_int8(int col, bool *isnull);
