@@ -29,8 +29,8 @@
  * tenures.
  *
  * The fence lock.  A lease's fence lock is a relation lock on one of the
- * views tenure_lock.fence_lock_0 .. tenure_lock.fence_lock_15, the one its row names
- * (create_lease picks the least used).  Writers' RowExclusiveLock takes the
+ * views tenure_lock.fence_lock_0 .. tenure_lock.fence_lock_15, the one its
+ * row names (create_lease picks the least used).  Writers' RowExclusiveLock takes the
  * lock manager's per-backend fast path while the backend has a free slot,
  * so committing fenced writers do not meet in a shared lock partition; an
  * ExclusiveLock moves the fast-path entries of its relation to the shared
@@ -92,7 +92,8 @@ typedef struct TenureFenceUse
  * The check hook parses every new value; it marks it "offered" only if it
  * comes from an explicit assignment (GucSource PGC_S_SESSION: SET, SET
  * LOCAL, set_config(), tenure.present(), a function's SET clause) made
- * while no trigger runs.  The assign hook stamps an offered value, the
+ * while no trigger runs and no statement writes rows (tenure_writing).
+ * The assign hook stamps an offered value, the
  * first time it is assigned, with the transaction that assigned it
  * (presented_in).  Whenever PostgreSQL brings a value back (a
  * subtransaction's abort, a function's exit, RESET, the end of a
@@ -101,9 +102,10 @@ typedef struct TenureFenceUse
  * presented it (src/README, F6): a value from a role or database default,
  * the configuration or a connection's options was never offered, and one
  * presented by an earlier transaction carries that transaction's serial.
- * A value set by a trigger is never offered: a trigger that another role
- * put on a fenced table (TRIGGER privilege) cannot present a token for the
- * write that fired it.
+ * A value set by a trigger, or by any code that runs because rows are
+ * written, is never offered: a trigger that another role put on a fenced
+ * table (TRIGGER privilege) cannot present a token for the write that
+ * fired it, nor can another role's default or rule.
  */
 typedef struct TenureTokensValue
 {
