@@ -30,8 +30,9 @@
  *
  * The fence lock.  A lease's fence lock is a relation lock on one of the
  * views tenure_lock.fence_lock_0 .. tenure_lock.fence_lock_15, the one its
- * row names (create_lease picks the least used).  Writers' RowExclusiveLock takes the
- * lock manager's per-backend fast path while the backend has a free slot,
+ * row names (create_lease picks the least used).  Writers'
+ * RowExclusiveLock takes the lock manager's per-backend fast path while
+ * the backend has a free slot,
  * so committing fenced writers do not meet in a shared lock partition; an
  * ExclusiveLock moves the fast-path entries of its relation to the shared
  * table first, which claims and new tenures, being rare, can afford.
