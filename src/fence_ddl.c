@@ -32,6 +32,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_subscription.h"
 #include "catalog/pg_subscription_rel.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
 #include "commands/tablecmds.h"
@@ -1041,6 +1042,63 @@ tenure_fence_ddl_subscriptions(void)
 }
 
 /*
+ * pg_trigger.tgtype of the fence triggers tenure_fence_one() creates:
+ * tenure_fence is BEFORE INSERT, DELETE, UPDATE and TRUNCATE, per
+ * statement; tenure_fence_apply is AFTER INSERT, DELETE and UPDATE, per row.
+ */
+#define TENURE_FENCE_TGTYPE \
+	(TRIGGER_TYPE_BEFORE | TRIGGER_TYPE_STATEMENT | TRIGGER_TYPE_INSERT | \
+	 TRIGGER_TYPE_DELETE | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_TRUNCATE)
+#define TENURE_FENCE_APPLY_TGTYPE \
+	(TRIGGER_TYPE_AFTER | TRIGGER_TYPE_ROW | TRIGGER_TYPE_INSERT | \
+	 TRIGGER_TYPE_DELETE | TRIGGER_TYPE_UPDATE)
+
+/*
+ * The query of tenure_fence_ddl_changed_triggers(): every trigger on a
+ * fenced table that bears a fence trigger's name or function, and whether
+ * it has the right shape (TENURE_FENCE_TGTYPE, or TENURE_FENCE_APPLY_TGTYPE
+ * on a table that holds rows; never a partition's clone of its parent's
+ * trigger).  Built once per backend with the tgtypes filled in, and kept,
+ * so that its plan is kept too (tenure_spi_plan() keys plans by text).
+ */
+static const char *
+tenure_fence_ddl_triggers_query(void)
+{
+	static char *sql = NULL;
+	MemoryContext old;
+
+	if (sql != NULL)
+		return sql;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	sql = psprintf("SELECT f.tbl::pg_catalog.text, t.tgname, f.lease, t.xmin, t.tgenabled,"
+				   "  t.tgnargs OPERATOR(pg_catalog.=) 1"
+				   "  AND t.tgargs OPERATOR(pg_catalog.=) (pg_catalog.convert_to(f.lease,"
+				   "   pg_catalog.getdatabaseencoding()) OPERATOR(pg_catalog.||)"
+				   "   pg_catalog.decode('00', 'hex'))"
+				   "  AND t.tgqual IS NULL"
+				   "  AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0"
+				   "  AND t.tgparentid OPERATOR(pg_catalog.=) 0"
+				   "  AND ((t.tgname OPERATOR(pg_catalog.=) 'tenure_fence'"
+				   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
+				   "    AND t.tgtype OPERATOR(pg_catalog.=) %d)"
+				   "   OR (t.tgname OPERATOR(pg_catalog.=) 'tenure_fence_apply'"
+				   "    AND c.relkind OPERATOR(pg_catalog.=) 'r'"
+				   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
+				   "    AND t.tgtype OPERATOR(pg_catalog.=) %d)),"
+				   "  f.tbl::pg_catalog.oid"
+				   " FROM tenure.fenced f JOIN pg_catalog.pg_trigger t"
+				   "  ON t.tgrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
+				   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid"
+				   " WHERE t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
+				   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
+				   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
+				   " ORDER BY f.tbl::pg_catalog.oid, t.tgname",
+				   TENURE_FENCE_TGTYPE, TENURE_FENCE_APPLY_TGTYPE);
+	MemoryContextSwitchTo(old);
+	return sql;
+}
+
+/*
  * The fence triggers of every fenced table stay as tenure_fence_one()
  * made them: a BEFORE ... FOR EACH STATEMENT trigger tenure_fence on
  * INSERT, UPDATE, DELETE and TRUNCATE, enabled ALWAYS, and (on a table
@@ -1075,37 +1133,8 @@ tenure_fence_ddl_changed_triggers(bool creating)
 	CommandCounterIncrement();
 	tenure_spi_begin(&spi);
 
-	/*
-	 * Every trigger on a fenced table that bears a fence trigger's name or
-	 * function, and whether it has the right shape (tgtype 62: BEFORE
-	 * INSERT, DELETE, UPDATE and TRUNCATE, per statement; 29: AFTER INSERT,
-	 * DELETE and UPDATE, per row, on a table that holds rows; never a
-	 * partition's clone of its parent's trigger).
-	 */
-	tenure_fence_query("SELECT f.tbl::pg_catalog.text, t.tgname, f.lease, t.xmin, t.tgenabled,"
-					   "  t.tgnargs OPERATOR(pg_catalog.=) 1"
-					   "  AND t.tgargs OPERATOR(pg_catalog.=) (pg_catalog.convert_to(f.lease,"
-					   "   pg_catalog.getdatabaseencoding()) OPERATOR(pg_catalog.||)"
-					   "   pg_catalog.decode('00', 'hex'))"
-					   "  AND t.tgqual IS NULL"
-					   "  AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0"
-					   "  AND t.tgparentid OPERATOR(pg_catalog.=) 0"
-					   "  AND ((t.tgname OPERATOR(pg_catalog.=) 'tenure_fence'"
-					   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
-					   "    AND t.tgtype OPERATOR(pg_catalog.=) 62)"
-					   "   OR (t.tgname OPERATOR(pg_catalog.=) 'tenure_fence_apply'"
-					   "    AND c.relkind OPERATOR(pg_catalog.=) 'r'"
-					   "    AND t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
-					   "    AND t.tgtype OPERATOR(pg_catalog.=) 29)),"
-					   "  f.tbl::pg_catalog.oid"
-					   " FROM tenure.fenced f JOIN pg_catalog.pg_trigger t"
-					   "  ON t.tgrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
-					   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid"
-					   " WHERE t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
-					   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
-					   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
-					   " ORDER BY f.tbl::pg_catalog.oid, t.tgname",
-					   0, NULL);
+	/* trigger rows with a fence trigger's name or function, and their shape */
+	tenure_fence_query(tenure_fence_ddl_triggers_query(), 0, NULL);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
