@@ -203,7 +203,8 @@ def initdb(name, *includes):
         f.write("".join(f"include '{work}/{i}'\n" for i in includes))
 
 
-# --- the cluster: the monitor, then two nodes (README, "Failover under pg_auto_failover")
+# --- the cluster: the monitor, then two nodes (doc/high-availability.md,
+# "Failover under pg_auto_failover")
 def build():
     with open(os.path.join(work, "sock.conf"), "w") as f:
         f.write(f"unix_socket_directories = '{sock}'\nlisten_addresses = '127.0.0.1'\n")

@@ -83,7 +83,7 @@ model_strtoll_blank(char c)
 	return model_blank(c) || c == '\v';
 }
 
-/* The rule for lease names, from the README. */
+/* The rule for lease names, from doc/reference.md (Concepts). */
 static bool
 model_lease_name(const char *s, size_t len)
 {
@@ -138,11 +138,12 @@ model_cmp(const void *a, const void *b)
 }
 
 /*
- * Read a value the way the README describes it: split at every comma;
- * a last piece of blanks only (the empty value, or after a final comma)
- * ends the value; every other piece is "name=epoch" with blanks around
- * both.  Fills tokens (room for one more than the commas), sorted by name,
- * and on TENURE_TOKENS_DUPLICATE the smallest name that appears twice.
+ * Read a value the way doc/reference.md (Settings) describes it: split at
+ * every comma; a last piece of blanks only (the empty value, or after a
+ * final comma) ends the value; every other piece is "name=epoch" with
+ * blanks around both.  Fills tokens (room for one more than the commas),
+ * sorted by name, and on TENURE_TOKENS_DUPLICATE the smallest name that
+ * appears twice.
  */
 static TenureTokensError
 model_parse(const char *v, ModelToken *tokens, int *count, char *repeated)

@@ -3,9 +3,9 @@
 # Check the release archive that "make dist" builds from HEAD: one top
 # directory pg_tenure-<version>/, everything a user needs to build, install
 # and test pg_tenure (Makefile, control file, install and upgrade scripts,
-# src/, the regression suite, LICENSE, README.md, META.json, debian/), none
-# of the files marked export-ignore, and that it builds from the unpacked
-# archive alone, without git and without -Werror.
+# src/, the regression suite, LICENSE, README.md and doc/, META.json,
+# debian/), none of the files marked export-ignore, and that it builds from
+# the unpacked archive alone, without git and without -Werror.
 #
 #   PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config bash test/dist_check.sh
 #
@@ -35,7 +35,7 @@ fi
 # and license, the tests, the packaging
 need="Makefile pg_tenure.control LICENSE README.md SECURITY.md META.json
 	debian/control debian/rules debian/changelog"
-need="$need $(git ls-files 'pg_tenure--*.sql' 'src/*' 'sql/*' 'expected/*' 'test/*')"
+need="$need $(git ls-files 'pg_tenure--*.sql' 'src/*' 'sql/*' 'expected/*' 'test/*' 'doc/*')"
 for f in $need; do
 	grep -q -x -F "$top/$f" "$tmp/list" || problem "missing $f"
 done

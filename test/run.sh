@@ -52,6 +52,7 @@ id "$TEST_USER" >/dev/null 2>&1 || useradd -m "$TEST_USER"
 
 # the PGXN metadata agrees with the spec and with the tree;
 perl "$src/test/meta_check.pl" "$src"
+perl "$src/test/doc_links.pl" "$src"   # the links between the .md files resolve;
 # calls between the source files run one way (no cycle);
 perl "$src/test/call_graph.pl" "$src"
 # the release archive (make dist, from HEAD) holds what a user needs and
