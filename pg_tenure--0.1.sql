@@ -81,7 +81,7 @@ CREATE TABLE tenure.lease (
 	epoch bigint NOT NULL DEFAULT 0,
 	-- epochs are max(epoch + 1, base + cluster clock): base is 0 for leases
 	-- of this cluster and the latest epoch of another cluster for leases
-	-- restored from its dump (see README, "Epochs, failover and restores")
+	-- restored from its dump (see doc/high-availability.md, "Epochs, failover and restores")
 	base bigint NOT NULL DEFAULT 0 CHECK (base >= 0),
 	-- who issued the latest epoch: a row from another cluster is imported
 	-- (base raised to its epoch) at its next epoch

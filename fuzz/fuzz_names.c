@@ -59,8 +59,9 @@ model_blank(char c)
 }
 
 /*
- * The README's rule for lease names, as the first rule broken in the
- * order of the SQL functions' messages: length, separators, blanks.
+ * The rule for lease names (doc/reference.md, Concepts), as the first
+ * rule broken in the order of the SQL functions' messages: length,
+ * separators, blanks.
  */
 static TenureNameCheck
 model_lease(const char *s, size_t len)
