@@ -77,7 +77,7 @@ static List *tenure_actions = NIL;
 
 /*
  * Notifications on channel "tenure" of the current transaction, sent at
- * PRE_COMMIT if a backend of the database listens (state.c,
+ * PRE_COMMIT if a backend of the database listens (state_notify.c,
  * tenure_state_notify_needed()), in the order they were made.
  */
 typedef struct TenureNote
