@@ -385,11 +385,10 @@ extern bool tenure_state_history_job(int64 now, Oid *dbid, Oid *after,
 extern void tenure_state_history_retry(Oid dbid, Oid after, int64 retry);
 extern void tenure_state_history_add_dbs(const Oid *dbids, int n, bool more);
 extern void tenure_state_history_written(const TenureKey *key, int64 epoch);
-/* ... state_wait.c */
+/* ... state_wait.c: stop_waiting is the only way to stop */
 extern void tenure_state_waiting(const TenureKey *key, const char *holder,
 								 bool session_bound);
-extern bool tenure_state_stop_waiting(void);
-extern void tenure_state_waiting_done(void);
+extern bool tenure_state_stop_waiting(bool unless_handed);
 extern TenureHandoffCheck tenure_state_handoff_commit(const TenureKey *key,
 													  const char *holder,
 													  const char *successor,

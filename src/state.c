@@ -57,7 +57,7 @@
  *		tenure_state_history_add_dbs(), tenure_state_history_written()
  *		the exit of a backend (tenure_register_session_exit())
  *		state_wait.c: tenure_state_waiting(), tenure_state_stop_waiting(),
- *		tenure_state_waiting_done(), tenure_state_handoff_commit()
+ *		tenure_state_handoff_commit()
  *		state_keeper.c: tenure_state_keeper_start(),
  *		tenure_state_keeper_exit(), tenure_state_keeper_pass()
  *

@@ -21,9 +21,9 @@
  *		tenure_state_handoff_check()	whether a handoff() may go ahead
  *
  *	LWLock in exclusive mode:
- *		tenure_state_waiting()			start (or, with NULL, stop) waiting
- *		tenure_state_stop_waiting()		stop, unless handed a tenure
- *		tenure_state_waiting_done()		stop at the end of a transaction
+ *		tenure_state_waiting()			start waiting in acquire(wait)
+ *		tenure_state_stop_waiting()		stop, unless (if asked) handed a
+ *										tenure; the only way to stop
  *		tenure_state_handoff_commit()	PRE_COMMIT check of a handoff()
  *
  *	under the caller's exclusive hold (tenure_state_begin_update()):
@@ -41,64 +41,97 @@
 
 #include "state_internal.h"
 
-/* this backend's waiter slot, if it has registered its exit */
+/* whether this backend registered tenure_waiter_exit(), and waits now */
 static bool tenure_waiter_registered = false;
 static bool tenure_waiting = false;
 
 /*
- * Waiting in acquire(wait) for a lease someone else holds: the slot of
- * this backend in tenure_waiter_slots says which (tenure.lease_stats
- * counts them).  tenure_state_waiting(NULL) leaves it; so does the end of
- * the transaction (tenure_state_waiting_done()) and the backend's exit.
- * Takes the LWLock in exclusive mode.
+ * before_shmem_exit callback: leave the waiters, whatever ended the wait.
+ * Cannot fail (src/README, F8).
  */
 static void
 tenure_waiter_exit(int code, Datum arg)
 {
-	tenure_state_waiting_done();
+	(void) tenure_state_stop_waiting(false);
 }
 
+/*
+ * Waiting in acquire(wait) for a lease someone else holds: the slot of
+ * this backend in tenure_waiter_slots says which (tenure.lease_stats
+ * counts them) until tenure_state_stop_waiting(), which the end of the
+ * transaction and the backend's exit call too.  Takes the LWLock in
+ * exclusive mode.
+ */
 void
 tenure_state_waiting(const TenureKey *key, const char *holder,
 					 bool session_bound)
 {
 	int			slot = TENURE_MY_SLOT();
-	bool		handed = false;
+	TenureWaiter *w;
 
+	Assert(key != NULL);
 	if (slot < 0 || slot >= MaxBackends)
 		return;					/* not a backend that can wait */
-	if (key != NULL && !tenure_waiter_registered)
+	if (!tenure_waiter_registered)
 	{
 		before_shmem_exit(tenure_waiter_exit, (Datum) 0);
 		tenure_waiter_registered = true;
 	}
-	if (key == NULL && !tenure_waiting)
-		return;
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	if (key != NULL)
-	{
-		TenureWaiter *w = &tenure_waiter_slots[slot];
+	w = &tenure_waiter_slots[slot];
+	w->key = *key;
+	strlcpy(w->holder, holder, sizeof(w->holder));
+	w->role = GetUserId();
+	w->session_bound = session_bound;
+	w->start = MyStartTimestamp;
+	w->since_mono = tenure_mono_now();
+	w->handed = false;
+	w->pid = MyProcPid;
+	LWLockRelease(tenure_shared->lock);
+	tenure_waiting = true;
+}
 
-		w->key = *key;
-		strlcpy(w->holder, holder, sizeof(w->holder));
-		w->role = GetUserId();
-		w->session_bound = session_bound;
-		w->start = MyStartTimestamp;
-		w->since_mono = tenure_mono_now();
-		w->handed = false;
-		w->pid = MyProcPid;
-	}
-	else
+/*
+ * Stop waiting, and return true once this backend waits no more (also if
+ * it did not wait).  A handoff() to this backend may be committing (it is
+ * about to hold the lease):
+ *
+ * - unless_handed (acquire(wait) reached its deadline): then stay, and
+ *   return false; one hold of the lock, so that no handoff can pass its
+ *   PRE_COMMIT check between the look and the leaving.
+ * - otherwise (the wait ended otherwise, the transaction or
+ *   subtransaction ended, or the backend exits): leave all the same, and
+ *   wake whoever waits on the lease table, since the handoff finds its
+ *   successor gone.  Cannot fail (src/README, F8).
+ *
+ * Takes the LWLock in exclusive mode.
+ */
+bool
+tenure_state_stop_waiting(bool unless_handed)
+{
+	int			slot = TENURE_MY_SLOT();
+	TenureWaiter *w;
+	bool		handed;
+
+	if (!tenure_waiting || slot < 0 || slot >= MaxBackends ||
+		!tenure_state_attached())
+		return true;
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	w = &tenure_waiter_slots[slot];
+	handed = w->pid == MyProcPid && w->handed;
+	if (!(handed && unless_handed))
 	{
-		handed = tenure_waiter_slots[slot].handed;
-		tenure_waiter_slots[slot].pid = 0;
-		tenure_waiter_slots[slot].handed = false;
+		w->pid = 0;
+		w->handed = false;
 	}
 	LWLockRelease(tenure_shared->lock);
-	tenure_waiting = (key != NULL);
+	if (handed && unless_handed)
+		return false;
+	tenure_waiting = false;
 	/* a handoff to us that was committing finds us gone: let it finish */
 	if (handed)
 		ConditionVariableBroadcast(&tenure_shared->cv);
+	return true;
 }
 
 /*
@@ -130,32 +163,6 @@ tenure_state_waiters(Oid dbid, int *count)
 	LWLockRelease(tenure_shared->lock);
 	*count = n;
 	return infos;
-}
-
-/*
- * The wait is over: leave the waiters and return true, unless a handoff()
- * to this backend is committing (it is about to hold the lease, and must
- * not give up): then stay, and return false.  One hold of the lock, so
- * that no handoff can pass its PRE_COMMIT check in between.  Takes the
- * LWLock in exclusive mode.
- */
-bool
-tenure_state_stop_waiting(void)
-{
-	int			slot = TENURE_MY_SLOT();
-	bool		handed = false;
-
-	if (!tenure_waiting || slot < 0 || slot >= MaxBackends)
-		return true;
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	if (tenure_waiter_slots[slot].pid == MyProcPid && tenure_waiter_slots[slot].handed)
-		handed = true;
-	else
-		tenure_waiter_slots[slot].pid = 0;
-	LWLockRelease(tenure_shared->lock);
-	if (!handed)
-		tenure_waiting = false;
-	return !handed;
 }
 
 /*
@@ -367,15 +374,4 @@ tenure_state_cancel_handoff(const TenureKey *key)
 	if (lease->state == TENURE_HELD)
 		tenure_keeper_due(tenure_expiry(lease));
 	return true;
-}
-
-/*
- * Leave the waiters at the end of a transaction or at exit, whatever
- * ended the wait.  Cannot fail (src/README, F8).
- */
-void
-tenure_state_waiting_done(void)
-{
-	if (tenure_waiting && tenure_state_attached())
-		tenure_state_waiting(NULL, NULL, false);
 }

@@ -664,7 +664,7 @@ tenure_xact_callback(XactEvent event, void *arg)
 			return;
 		case XACT_EVENT_COMMIT:
 			tenure_fence_reset();
-			tenure_state_waiting_done();
+			(void) tenure_state_stop_waiting(false);
 			if (tenure_actions != NIL)
 			{
 				int64		now = tenure_mono_now();
@@ -685,7 +685,7 @@ tenure_xact_callback(XactEvent event, void *arg)
 			tenure_state_notify_done();
 			tenure_fence_reset();
 			/* an acquisition that was waiting, interrupted by an error */
-			tenure_state_waiting_done();
+			(void) tenure_state_stop_waiting(false);
 			if (tenure_actions != NIL)
 			{
 				tenure_state_begin_update();
@@ -713,7 +713,7 @@ tenure_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 	tenure_fence_subxact(event);
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		tenure_state_waiting_done();
+		(void) tenure_state_stop_waiting(false);
 
 	foreach(lc, tenure_notes)
 	{
