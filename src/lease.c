@@ -633,7 +633,7 @@ tenure_release(PG_FUNCTION_ARGS)
 	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_txn_check_not_handed(&key, "release");
+	tenure_txn_check_not_handed(&key, TENURE_ACT_RELEASE);
 	epoch = tenure_state_held_epoch(&key, holder, NULL);
 	holds = epoch != 0;
 
@@ -744,7 +744,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_txn_check_not_handed(&key, "claim an epoch of");
+	tenure_txn_check_not_handed(&key, TENURE_ACT_CLAIM);
 	if (!tenure_holds(&key, holder, &session_bound))
 		tenure_not_holder(name, holder);
 
@@ -811,7 +811,7 @@ tenure_handoff(PG_FUNCTION_ARGS)
 	tenure_load_row(name, &row, false);
 	tenure_check_owner(name, row.owner, spi.save_userid);
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_txn_check_not_handed(&key, "hand over");
+	tenure_txn_check_not_handed(&key, TENURE_ACT_HANDOFF);
 
 	/* checked before and after the epoch's row lock, like a claim */
 	for (int pass = 0; pass < 2; pass++)

@@ -449,7 +449,8 @@ extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
 										const char *successor,
 										bool session_bound);
 extern void tenure_txn_drop_database_leases(Oid dbid);
-extern void tenure_txn_check_not_handed(const TenureKey *key, const char *what);
+extern void tenure_txn_check_not_handed(const TenureKey *key,
+										TenureActionKind kind);
 extern void tenure_txn_remember_alter(const TenureKey *key,
 									  const TenureRow *row, bool pinned);
 extern void tenure_txn_check_not_pinned(const TenureKey *key);

@@ -354,12 +354,51 @@ tenure_txn_check_not_pinned(const TenureKey *key)
 }
 
 /*
+ * Raise the error of an action (a release, claim or handoff, by kind) of
+ * lease "name" in the transaction that handed it over to successor.
+ */
+static void
+tenure_txn_handed_error(TenureActionKind kind, const char *name,
+						const char *successor)
+{
+	switch (kind)
+	{
+		case TENURE_ACT_RELEASE:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot release lease \"%s\" in the transaction that handed it over",
+							name),
+					 errdetail("The lease goes to \"%s\" when the transaction commits.",
+							   successor)));
+			break;
+		case TENURE_ACT_CLAIM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot claim an epoch of lease \"%s\" in the transaction that handed it over",
+							name),
+					 errdetail("The lease goes to \"%s\" when the transaction commits.",
+							   successor)));
+			break;
+		case TENURE_ACT_HANDOFF:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot hand over lease \"%s\" in the transaction that handed it over",
+							name),
+					 errdetail("The lease goes to \"%s\" when the transaction commits.",
+							   successor)));
+			break;
+		default:
+			elog(ERROR, "unexpected lease action %d", (int) kind);
+	}
+}
+
+/*
  * Fail if this transaction handed the lease over: the tenure it would
- * claim, release or hand over again is no longer the holder's once the
- * transaction commits.
+ * claim, release or hand over again (kind: TENURE_ACT_CLAIM, _RELEASE or
+ * _HANDOFF) is no longer the holder's once the transaction commits.
  */
 void
-tenure_txn_check_not_handed(const TenureKey *key, const char *what)
+tenure_txn_check_not_handed(const TenureKey *key, TenureActionKind kind)
 {
 	ListCell   *lc;
 
@@ -369,12 +408,7 @@ tenure_txn_check_not_handed(const TenureKey *key, const char *what)
 
 		if (act->kind == TENURE_ACT_HANDOFF &&
 			memcmp(&act->key, key, sizeof(TenureKey)) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot %s lease \"%s\" in the transaction that handed it over",
-							what, key->name),
-					 errdetail("The lease goes to \"%s\" when the transaction commits.",
-							   act->successor)));
+			tenure_txn_handed_error(kind, key->name, act->successor);
 	}
 }
 
