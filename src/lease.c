@@ -818,20 +818,7 @@ tenure_handoff(PG_FUNCTION_ARGS)
 	{
 		check = tenure_state_handoff_check(&key, holder, successor,
 										   &old_epoch, &session_bound);
-		if (check == TENURE_HANDOFF_NOT_HOLDER)
-			ereport(ERROR,
-					(errcode(ERRCODE_TENURE_LEASE_HELD),
-					 errmsg("\"%s\" does not hold lease \"%s\"", holder, name),
-					 errhint("Only the current holder of a lease can hand it over, once its tenure has committed.")));
-		if (check == TENURE_HANDOFF_BUSY)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("lease \"%s\" is being handed over already", name)));
-		if (check == TENURE_HANDOFF_NOT_WAITING)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("\"%s\" is not waiting for lease \"%s\"", successor, name),
-					 errhint("The successor must be waiting in tenure.acquire(..., wait => ...) for the lease.")));
+		tenure_txn_handoff_refused(check, name, holder, successor, false);
 		if (pass == 0)
 			epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
 	}

@@ -451,6 +451,9 @@ extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
 extern void tenure_txn_drop_database_leases(Oid dbid);
 extern void tenure_txn_check_not_handed(const TenureKey *key,
 										TenureActionKind kind);
+extern void tenure_txn_handoff_refused(TenureHandoffCheck check,
+									   const char *name, const char *holder,
+									   const char *successor, bool at_commit);
 extern void tenure_txn_remember_alter(const TenureKey *key,
 									  const TenureRow *row, bool pinned);
 extern void tenure_txn_check_not_pinned(const TenureKey *key);

@@ -558,6 +558,61 @@ tenure_txn_check_claim(const TenureAction *act)
 }
 
 /*
+ * Raise the error of a handoff() of lease "name" from holder to successor
+ * that a check refused: tenure_state_handoff_check() when handoff() is
+ * called (at_commit false), or tenure_state_handoff_commit() at its
+ * PRE_COMMIT (at_commit true), where the error aborts the transaction
+ * before its commit record, and nothing of the handoff is committed
+ * (src/README, F7, F10).  Returns if check is TENURE_HANDOFF_OK.
+ */
+void
+tenure_txn_handoff_refused(TenureHandoffCheck check, const char *name,
+						   const char *holder, const char *successor,
+						   bool at_commit)
+{
+	switch (check)
+	{
+		case TENURE_HANDOFF_OK:
+			break;
+		case TENURE_HANDOFF_NOT_HOLDER:
+			if (at_commit)
+				ereport(ERROR,
+						(errcode(ERRCODE_TENURE_LEASE_HELD),
+						 errmsg("handoff of lease \"%s\" by \"%s\" failed: its tenure ended before the transaction committed",
+								name, holder),
+						 errdetail("A handoff commits only within its holder's live tenure; this one expired or ended while the transaction ran. Nothing of the handoff is committed."),
+						 errhint("Commit handoffs within the ttl, or acquire the lease again and hand it over in a new transaction.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_TENURE_LEASE_HELD),
+					 errmsg("\"%s\" does not hold lease \"%s\"", holder, name),
+					 errhint("Only the current holder of a lease can hand it over, once its tenure has committed.")));
+			break;
+		case TENURE_HANDOFF_BUSY:
+			if (at_commit)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("handoff of lease \"%s\" failed: another handoff of it is committing",
+								name)));
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("lease \"%s\" is being handed over already", name)));
+			break;
+		case TENURE_HANDOFF_NOT_WAITING:
+			if (at_commit)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("handoff of lease \"%s\" failed: \"%s\" stopped waiting for it",
+								name, successor),
+						 errdetail("The successor must be waiting in tenure.acquire(..., wait => ...) until the handoff commits.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("\"%s\" is not waiting for lease \"%s\"", successor, name),
+					 errhint("The successor must be waiting in tenure.acquire(..., wait => ...) for the lease.")));
+			break;
+	}
+}
+
+/*
  * PRE_COMMIT of a handoff(): the holder must still hold the tenure it had,
  * and the successor still wait; then the handoff is committing (see
  * tenure_state_handoff_commit()).  An ERROR here aborts the transaction,
@@ -566,33 +621,13 @@ tenure_txn_check_claim(const TenureAction *act)
 static void
 tenure_txn_check_handoff(const TenureAction *act)
 {
-	switch (tenure_state_handoff_commit(&act->key, act->holder, act->successor,
-										act->old_epoch, act->session_bound))
-	{
-		case TENURE_HANDOFF_OK:
-			break;
-		case TENURE_HANDOFF_NOT_HOLDER:
-			ereport(ERROR,
-					(errcode(ERRCODE_TENURE_LEASE_HELD),
-					 errmsg("handoff of lease \"%s\" by \"%s\" failed: its tenure ended before the transaction committed",
-							act->key.name, act->holder),
-					 errdetail("A handoff commits only within its holder's live tenure; this one expired or ended while the transaction ran. Nothing of the handoff is committed."),
-					 errhint("Commit handoffs within the ttl, or acquire the lease again and hand it over in a new transaction.")));
-			break;
-		case TENURE_HANDOFF_BUSY:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("handoff of lease \"%s\" failed: another handoff of it is committing",
-							act->key.name)));
-			break;
-		case TENURE_HANDOFF_NOT_WAITING:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("handoff of lease \"%s\" failed: \"%s\" stopped waiting for it",
-							act->key.name, act->successor),
-					 errdetail("The successor must be waiting in tenure.acquire(..., wait => ...) until the handoff commits.")));
-			break;
-	}
+	tenure_txn_handoff_refused(tenure_state_handoff_commit(&act->key,
+														   act->holder,
+														   act->successor,
+														   act->old_epoch,
+														   act->session_bound),
+							   act->key.name, act->holder, act->successor,
+							   true);
 }
 
 /*
