@@ -2327,7 +2327,8 @@ tenure_register_session_exit(void)
  * Publishing a transaction's actions (txn.c): take the LWLock exclusive,
  * apply every action with the verbs below, release it and wake whoever
  * waits.  Readers see all of a transaction's changes or none.  Nothing in
- * between can fail (src/README, F8).
+ * between can fail (src/README, F8); txn.c publishes a commit's changes in
+ * a critical section, so that an assertion build catches an allocation.
  */
 void
 tenure_state_begin_update(void)

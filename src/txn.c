@@ -14,7 +14,9 @@
  * At XACT_EVENT_COMMIT, after the commit record is flushed and the
  * transaction is visible, the actions are published to the lease table.
  * That callback runs after the point of no return: it takes the LWLock,
- * copies a few fields and broadcasts, and nothing in it can fail.
+ * copies a few fields and broadcasts, and nothing in it can fail
+ * (src/README, F8).  The copying runs in a critical section, so that an
+ * assertion build catches any allocation there.
  *
  * An acquisition reserves its lease for at most the lease's ttl (see
  * state.c).  At PRE_COMMIT, before the commit record, a transaction whose
@@ -451,7 +453,8 @@ tenure_txn_drop_database_leases(Oid dbid)
 
 /*
  * Undo an acquisition that will not commit: give the reservation back.
- * Between tenure_state_begin_update() and _end_update().  Cannot fail.
+ * Between tenure_state_begin_update() and _end_update().  Cannot fail
+ * (src/README, F8).
  */
 static bool
 tenure_txn_cancel(TenureAction *act)
@@ -469,7 +472,7 @@ tenure_txn_cancel(TenureAction *act)
 
 /*
  * Publish a committed action.  Between tenure_state_begin_update() and
- * _end_update().  Cannot fail.
+ * _end_update(), in a critical section.  Cannot fail (src/README, F8).
  */
 static void
 tenure_txn_publish(TenureAction *act, int64 now)
@@ -738,9 +741,16 @@ tenure_xact_callback(XactEvent event, void *arg)
 			{
 				int64		now = tenure_mono_now();
 
+				/*
+				 * Nothing in between can fail (src/README, F8): an assertion
+				 * build fails at an allocation in the critical section.  It
+				 * ends before end_update writes the LOG lines.
+				 */
+				START_CRIT_SECTION();
 				tenure_state_begin_update();
 				foreach(lc, tenure_actions)
 					tenure_txn_publish(lfirst(lc), now);
+				END_CRIT_SECTION();
 				tenure_state_end_update(true);
 				tenure_actions = NIL;
 			}
