@@ -2,7 +2,7 @@
 
 EXTENSION = pg_tenure
 MODULE_big = pg_tenure
-OBJS = src/tenure.o src/state.o src/txn.o src/keeper.o src/args.o src/lease.o src/acquire.o src/catalog.o src/fence.o src/fence_table.o src/fence_ddl.o src/observe.o src/tokens.o src/history.o src/objects.o
+OBJS = src/tenure.o src/state.o src/state_wait.o src/state_keeper.o src/state_notify.o src/txn.o src/keeper.o src/args.o src/lease.o src/acquire.o src/catalog.o src/fence.o src/fence_table.o src/fence_ddl.o src/observe.o src/tokens.o src/history.o src/objects.o
 # the install script of every version and the upgrade scripts between them
 DATA = $(wildcard pg_tenure--*.sql)
 PGFILEDESC = "pg_tenure - leases, leader election and fencing epochs"
@@ -42,8 +42,9 @@ EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso \
 examples:
 	$(MAKE) -C examples PG_CONFIG=$(PG_CONFIG)
 
-# every object sees the shared structs
+# every object sees the shared structs; the state module's its own too
 $(OBJS): src/pg_tenure.h src/compat.h
+src/state.o src/state_wait.o src/state_keeper.o src/state_notify.o: src/state_internal.h
 
 # the release archive: "make dist" writes pg_tenure-<version>.tar.gz, the
 # committed tree at HEAD under pg_tenure-<version>/ (files marked

@@ -373,7 +373,7 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 			 * Leave the waiters, unless a handoff() to us is committing:
 			 * then wait for its COMMIT or abort, which wakes us.
 			 */
-			if (!waiting || tenure_state_stop_waiting())
+			if (!waiting || tenure_state_stop_waiting(true))
 			{
 				waiting = false;
 				break;			/* held by someone else */
@@ -399,7 +399,7 @@ tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
 	/* (tenure_end_abandoned may have slept on it even if we did not wait) */
 	tenure_state_cancel_wait();
 	if (waiting)
-		tenure_state_waiting(NULL, NULL, false);
+		(void) tenure_state_stop_waiting(false);
 	if (!reserved)
 	{
 		/* nothing to publish or give back: remember nothing of this call */

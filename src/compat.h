@@ -85,7 +85,14 @@ tenure_at_sets_expression(AlterTableType subtype)
 #define tenure_signal_exception_role(proc) ((void) (proc), InvalidOid)
 #endif
 
-/* Named wait events for extensions appeared in 17. */
+/*
+ * The wait event of every wait of pg_tenure: type and name "Extension" in
+ * pg_stat_activity, on every major (the isolation specs look for it).
+ * Since 17 an extension may register wait events under names of its own
+ * (WaitEventExtensionNew()); pg_tenure does not.  PG_WAIT_EXTENSION stays
+ * in 17 and 18, defined in utils/wait_classes.h, which utils/wait_event.h
+ * pulls in.
+ */
 #include "utils/wait_event.h"
 #define TENURE_WAIT_EVENT PG_WAIT_EXTENSION
 

@@ -633,7 +633,7 @@ tenure_release(PG_FUNCTION_ARGS)
 	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_txn_check_not_handed(&key, "release");
+	tenure_txn_check_not_handed(&key, TENURE_ACT_RELEASE);
 	epoch = tenure_state_held_epoch(&key, holder, NULL);
 	holds = epoch != 0;
 
@@ -744,7 +744,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
 	tenure_check_owner(name, row.owner, spi.save_userid);
 
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_txn_check_not_handed(&key, "claim an epoch of");
+	tenure_txn_check_not_handed(&key, TENURE_ACT_CLAIM);
 	if (!tenure_holds(&key, holder, &session_bound))
 		tenure_not_holder(name, holder);
 
@@ -811,27 +811,14 @@ tenure_handoff(PG_FUNCTION_ARGS)
 	tenure_load_row(name, &row, false);
 	tenure_check_owner(name, row.owner, spi.save_userid);
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_txn_check_not_handed(&key, "hand over");
+	tenure_txn_check_not_handed(&key, TENURE_ACT_HANDOFF);
 
 	/* checked before and after the epoch's row lock, like a claim */
 	for (int pass = 0; pass < 2; pass++)
 	{
 		check = tenure_state_handoff_check(&key, holder, successor,
 										   &old_epoch, &session_bound);
-		if (check == TENURE_HANDOFF_NOT_HOLDER)
-			ereport(ERROR,
-					(errcode(ERRCODE_TENURE_LEASE_HELD),
-					 errmsg("\"%s\" does not hold lease \"%s\"", holder, name),
-					 errhint("Only the current holder of a lease can hand it over, once its tenure has committed.")));
-		if (check == TENURE_HANDOFF_BUSY)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("lease \"%s\" is being handed over already", name)));
-		if (check == TENURE_HANDOFF_NOT_WAITING)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("\"%s\" is not waiting for lease \"%s\"", successor, name),
-					 errhint("The successor must be waiting in tenure.acquire(..., wait => ...) for the lease.")));
+		tenure_txn_handoff_refused(check, name, holder, successor, false);
 		if (pass == 0)
 			epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
 	}

@@ -103,8 +103,10 @@ typedef struct TenureRow
 } TenureRow;
 
 /*
- * state.c: the shared lease table.  The only code that reads or changes
- * it; its header states the locking protocol.
+ * state.c, state_wait.c, state_keeper.c, state_notify.c: the shared lease
+ * table.  The only code that reads or changes it; state.c's header states
+ * the locking protocol and lists the verbs by the lock mode they take, as
+ * the declarations below are grouped.
  */
 
 /* What a backend sees of a lease held by someone else. */
@@ -285,6 +287,7 @@ typedef struct TenureRevoked
 	int64		epoch;
 } TenureRevoked;
 
+/* no LWLock */
 extern Size tenure_shmem_size(void);
 extern void tenure_shmem_init(void);
 extern bool tenure_state_attached(void);
@@ -303,7 +306,23 @@ extern void tenure_state_prepare_wait(void);
 extern bool tenure_state_wait(long timeout_ms);
 extern void tenure_state_cancel_wait(void);
 extern void tenure_register_session_exit(void);
-/* readers */
+extern uint64 tenure_state_settings_gen(void);
+extern int	tenure_state_history_room(void);
+/* ... state_notify.c: the LISTEN/NOTIFY handshake, atomics only */
+extern bool tenure_state_notify_needed(void);
+extern void tenure_state_notify_done(void);
+extern void tenure_state_listening(void);
+
+/* Whether a handoff() may go ahead (tenure_state_handoff_check()). */
+typedef enum TenureHandoffCheck
+{
+	TENURE_HANDOFF_OK,
+	TENURE_HANDOFF_NOT_HOLDER,	/* holder has no live tenure of the lease */
+	TENURE_HANDOFF_BUSY,		/* another handoff of it is committing */
+	TENURE_HANDOFF_NOT_WAITING	/* successor is not waiting for it */
+} TenureHandoffCheck;
+
+/* readers: the LWLock in shared mode */
 extern bool tenure_state_leads(const TenureKey *key, const char *holder,
 							   int64 now);
 extern TenureActiveState tenure_state_active(const TenureKey *key,
@@ -318,58 +337,29 @@ extern void tenure_state_fence(const TenureKey *key, int64 now,
 							   TenureFenceView *view);
 extern void tenure_state_fence_rejected(const TenureKey *key,
 										TenureFencedKind kind);
-extern void tenure_state_waiting(const TenureKey *key, const char *holder,
-								 bool session_bound);
-extern bool tenure_state_stop_waiting(void);
-extern TenureWaiterInfo *tenure_state_waiters(Oid dbid, int *count);
-
-/* Whether a handoff() may go ahead (tenure_state_handoff_check()). */
-typedef enum TenureHandoffCheck
-{
-	TENURE_HANDOFF_OK,
-	TENURE_HANDOFF_NOT_HOLDER,	/* holder has no live tenure of the lease */
-	TENURE_HANDOFF_BUSY,		/* another handoff of it is committing */
-	TENURE_HANDOFF_NOT_WAITING	/* successor is not waiting for it */
-} TenureHandoffCheck;
-
-extern TenureHandoffCheck tenure_state_handoff_check(const TenureKey *key,
-													 const char *holder,
-													 const char *successor,
-													 int64 *epoch,
-													 bool *session_bound);
-extern TenureHandoffCheck tenure_state_handoff_commit(const TenureKey *key,
-													  const char *holder,
-													  const char *successor,
-													  int64 old_epoch,
-													  bool session_bound);
-extern void tenure_state_publish_handoff(const TenureKey *key, int64 epoch);
-extern bool tenure_state_cancel_handoff(const TenureKey *key);
-extern void tenure_state_waiting_done(void);
-extern bool tenure_state_notify_needed(void);
-extern void tenure_state_notify_done(void);
-extern void tenure_state_listening(void);
 extern TenureLeaseStats *tenure_state_stats(Oid dbid, int *count);
-extern void tenure_state_stats_reset(Oid dbid, const char *name);
-extern bool tenure_state_history_job(int64 now, Oid *dbid, Oid *after,
-									 int64 *due);
-extern void tenure_state_history_retry(Oid dbid, Oid after, int64 retry);
-extern void tenure_state_history_add_dbs(const Oid *dbids, int n, bool more);
-extern int	tenure_state_history_room(void);
-extern TenureEnded *tenure_state_history_pending(Oid dbid, int *count);
-extern void tenure_state_history_written(const TenureKey *key, int64 epoch);
 extern bool tenure_state_watch(const TenureKey *key, int64 id, int64 now,
 							   TenureWatch *watch);
 extern TenureLeaseInfo *tenure_state_list(Oid dbid, int64 now, int *count);
 extern const char *tenure_state_ended(const TenureKey *key, int64 *epoch,
 									  TimestampTz *ended);
 extern bool tenure_state_reserved(const TenureKey *key, uint64 token);
-extern uint64 tenure_state_settings_gen(void);
-/* writers */
+extern bool tenure_state_history_trim_due(const TenureKey *key);
+extern TenureEnded *tenure_state_history_pending(Oid dbid, int *count);
+/* ... renew changes only the renewal time, an atomic */
+extern bool tenure_state_renew(const TenureKey *key, const char *holder,
+							   Oid allowed_owner, Oid *owner, bool *renewed);
+/* ... state_wait.c */
+extern TenureWaiterInfo *tenure_state_waiters(Oid dbid, int *count);
+extern TenureHandoffCheck tenure_state_handoff_check(const TenureKey *key,
+													 const char *holder,
+													 const char *successor,
+													 int64 *epoch,
+													 bool *session_bound);
+/* writers: the LWLock in exclusive mode */
 extern TenureLoadResult tenure_state_load(const TenureKey *key,
 										  const TenureRow *row,
 										  bool open_at_shutdown, int64 now);
-extern bool tenure_state_renew(const TenureKey *key, const char *holder,
-							   Oid allowed_owner, Oid *owner, bool *renewed);
 extern TenureReserveResult tenure_state_reserve(const TenureKey *key,
 												const char *holder,
 												bool session_bound, Oid role,
@@ -383,14 +373,37 @@ extern TenureLockAnswer tenure_state_lock_answer(const TenureKey *key,
 extern bool tenure_state_issuing(const TenureKey *key, uint64 token);
 extern bool tenure_state_issued(const TenureKey *key, uint64 token,
 								int64 epoch, TransactionId xid);
-extern bool tenure_state_claim_commit(const TenureKey *key,
-									  const char *holder, int64 old_epoch);
-extern bool tenure_state_history_trim_due(const TenureKey *key);
 extern bool tenure_state_commit_reservation(const TenureKey *key,
 											uint64 token, int64 *ttl_us);
+extern bool tenure_state_claim_commit(const TenureKey *key,
+									  const char *holder, int64 old_epoch);
 extern TenureAlterCheck tenure_state_alter_pin(const TenureKey *key,
 											   int64 lease_id);
-/* a transaction's changes, published under one hold of the lock */
+extern void tenure_state_stats_reset(Oid dbid, const char *name);
+extern bool tenure_state_history_job(int64 now, Oid *dbid, Oid *after,
+									 int64 *due);
+extern void tenure_state_history_retry(Oid dbid, Oid after, int64 retry);
+extern void tenure_state_history_add_dbs(const Oid *dbids, int n, bool more);
+extern void tenure_state_history_written(const TenureKey *key, int64 epoch);
+/* ... state_wait.c: stop_waiting is the only way to stop */
+extern void tenure_state_waiting(const TenureKey *key, const char *holder,
+								 bool session_bound);
+extern bool tenure_state_stop_waiting(bool unless_handed);
+extern TenureHandoffCheck tenure_state_handoff_commit(const TenureKey *key,
+													  const char *holder,
+													  const char *successor,
+													  int64 old_epoch,
+													  bool session_bound);
+/* ... state_keeper.c: the keeper */
+extern void tenure_state_keeper_start(void);
+extern void tenure_state_keeper_exit(void);
+extern int64 tenure_state_keeper_pass(int64 now, int64 next,
+									  TenureRevoked *revoked, int maxrevoked,
+									  int *nrevoked);
+/*
+ * a transaction's changes, published under one exclusive hold of the
+ * lock: begin_update takes it, end_update releases it
+ */
 extern void tenure_state_begin_update(void);
 extern void tenure_state_end_update(bool changed);
 extern bool tenure_state_cancel(const TenureKey *key, uint64 token);
@@ -405,12 +418,9 @@ extern void tenure_state_drop_database(Oid dbid, int64 now);
 extern void tenure_state_publish_alter(const TenureKey *key,
 									   const TenureRow *row, bool pinned);
 extern bool tenure_state_cancel_alter(const TenureKey *key, bool pinned);
-/* the keeper */
-extern void tenure_state_keeper_start(void);
-extern void tenure_state_keeper_exit(void);
-extern int64 tenure_state_keeper_pass(int64 now, int64 next,
-									  TenureRevoked *revoked, int maxrevoked,
-									  int *nrevoked);
+/* ... state_wait.c */
+extern void tenure_state_publish_handoff(const TenureKey *key, int64 epoch);
+extern bool tenure_state_cancel_handoff(const TenureKey *key);
 
 /* txn.c */
 typedef enum TenureActionKind
@@ -439,7 +449,11 @@ extern void tenure_txn_remember_handoff(const TenureKey *key, int64 epoch,
 										const char *successor,
 										bool session_bound);
 extern void tenure_txn_drop_database_leases(Oid dbid);
-extern void tenure_txn_check_not_handed(const TenureKey *key, const char *what);
+extern void tenure_txn_check_not_handed(const TenureKey *key,
+										TenureActionKind kind);
+extern void tenure_txn_handoff_refused(TenureHandoffCheck check,
+									   const char *name, const char *holder,
+									   const char *successor, bool at_commit);
 extern void tenure_txn_remember_alter(const TenureKey *key,
 									  const TenureRow *row, bool pinned);
 extern void tenure_txn_check_not_pinned(const TenureKey *key);

@@ -4,22 +4,84 @@
  *		pg_tenure's shared state: the lease table and its lock protocol, the
  *		clock, and the end of session-bound tenures when their backend exits.
  *
- * This file is the only code that reads or changes the lease table.  Other
- * files call its verbs: readers (leads, held_epoch, fence, watch, list,
- * ...) copy what they need under the LWLock in shared mode, writers
- * (load, reserve, issued, publish_*, keeper_pass, ...) change an entry
+ * This file is the core of the state module, the only code that reads or
+ * changes the lease table: state.c (the table, its entries, the lock
+ * protocol, the readers and writers), state_wait.c (the waiters and the
+ * hand-off), state_keeper.c (the keeper's pass) and state_notify.c (the
+ * LISTEN/NOTIFY handshake), which share state_internal.h and which no
+ * other file includes.  Other files call the module's verbs: readers copy
+ * what they need under the LWLock in shared mode, writers change an entry
  * under it in exclusive mode; renew changes only the renewal time, an
- * atomic, under it in shared mode.  No pointer to an entry leaves this
- * file.
+ * atomic, under it in shared mode.  No pointer to an entry leaves the
+ * module.
+ *
+ * INTERFACE ROUTINES, by the lock mode they take (the files of the module
+ * other than this one are named)
+ *
+ *	no LWLock:
+ *		tenure_shmem_size(), tenure_shmem_init()	(under AddinShmemInitLock)
+ *		tenure_state_attached(), tenure_require_loaded(),
+ *		tenure_require_primary(), tenure_mono_now(), tenure_mono_to_wall(),
+ *		tenure_make_key()
+ *		tenure_boot_id(), tenure_ready_time()	(written once: see below)
+ *		tenure_state_clock_draw(), tenure_state_clock_used()	(a spinlock)
+ *		tenure_wake_keeper()					(the keeper's latch)
+ *		tenure_state_prepare_wait(), tenure_state_wait(),
+ *		tenure_state_cancel_wait()				(the condition variable)
+ *		tenure_state_settings_gen()				(an atomic)
+ *		tenure_state_history_room()				(a constant)
+ *		tenure_register_session_exit()
+ *		state_notify.c: tenure_state_notify_needed(),
+ *		tenure_state_notify_done(), tenure_state_listening()	(atomics)
+ *
+ *	LWLock in shared mode:
+ *		tenure_state_leads(), tenure_state_active(),
+ *		tenure_state_held_epoch(), tenure_state_cached_epoch(),
+ *		tenure_state_stale(), tenure_state_stats(), tenure_state_watch(),
+ *		tenure_state_list(), tenure_state_ended(), tenure_state_reserved(),
+ *		tenure_state_history_trim_due(), tenure_state_history_pending()
+ *		tenure_state_fence(), tenure_state_fence_rejected()
+ *												(also count fenced writes,
+ *												 atomics)
+ *		tenure_state_renew()					(raises an atomic)
+ *		state_wait.c: tenure_state_waiters(), tenure_state_handoff_check()
+ *
+ *	LWLock in exclusive mode:
+ *		tenure_state_load(), tenure_state_reserve(),
+ *		tenure_state_lock_answer(), tenure_state_issuing(),
+ *		tenure_state_issued()
+ *		tenure_state_commit_reservation(), tenure_state_claim_commit(),
+ *		tenure_state_alter_pin()				(PRE_COMMIT checks and pins)
+ *		tenure_state_stats_reset()
+ *		tenure_state_history_job(), tenure_state_history_retry(),
+ *		tenure_state_history_add_dbs(), tenure_state_history_written()
+ *		the exit of a backend (tenure_register_session_exit())
+ *		state_wait.c: tenure_state_waiting(), tenure_state_stop_waiting(),
+ *		tenure_state_handoff_commit()
+ *		state_keeper.c: tenure_state_keeper_start(),
+ *		tenure_state_keeper_exit(), tenure_state_keeper_pass()
+ *
+ *	under one exclusive hold, from tenure_state_begin_update() to
+ *	tenure_state_end_update() (txn.c publishes a transaction's changes):
+ *		tenure_state_cancel(), tenure_state_publish_acquire(),
+ *		tenure_state_cancel_claim(), tenure_state_publish_claim(),
+ *		tenure_state_publish_release(), tenure_state_publish_drop(),
+ *		tenure_state_drop_database(), tenure_state_publish_alter(),
+ *		tenure_state_cancel_alter()
+ *		state_wait.c: tenure_state_publish_handoff(),
+ *		tenure_state_cancel_handoff()
  *
  * Shared memory holds one TenureShared struct and a fixed-size hash table
  * of TenureLease entries keyed by (database, lease name), sized by
- * tenure.max_leases.
+ * tenure.max_leases, a table of the slots they count against each role's
+ * and database's share, a waiter slot per backend (state_wait.c), and
+ * the handshake's slots (state_notify.c, its own).
  *
  * Locking protocol:
  *
  * - tenure_shared->lock (our only LWLock) protects the hash table and every
- *   field of every entry, and the keeper_* fields of TenureShared, except
+ *   field of every entry, the waiter slots, the share counts and the
+ *   keeper_* and history_* fields of TenureShared, except
  *   two: an entry's renewed_mono, which renew raises under the lock in
  *   shared mode with a compare-and-swap (it only ever grows while a tenure
  *   lasts; readers read it once), and the epoch clock, which has its own
@@ -36,10 +98,10 @@
  *   held, so exit and transaction callbacks can always take it.  Verbs
  *   return what they found; their callers raise the errors.
  * - The keeper takes and releases heavyweight advisory locks while holding
- *   it exclusive (tenure_state_keeper_pass), always with dontWait; the
- *   heavyweight lock manager never calls back into pg_tenure, so the order
- *   "tenure LWLock, then lock partition LWLock" is the only one that
- *   occurs.
+ *   it exclusive (tenure_state_keeper_pass(), state_keeper.c), always with
+ *   dontWait; the heavyweight lock manager never calls back into
+ *   pg_tenure, so the order "tenure LWLock, then lock partition LWLock" is
+ *   the only one that occurs.
  * - Every change of an entry that someone may wait for (a tenure ending, the
  *   keeper answering a lock request) is followed by a broadcast on
  *   tenure_shared->cv after the LWLock is released.  Waiters sleep on it
@@ -129,233 +191,14 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "pg_tenure.h"
-
-/*
- * Why a tenure ended, as shared memory records it until the history is
- * written (tenure_state_ended()).  Claims and server restarts are written
- * to the history directly and need no value here.
- */
-typedef enum TenureEndReason
-{
-	TENURE_END_NONE = 0,
-	TENURE_END_RELEASED,
-	TENURE_END_EXPIRED,
-	TENURE_END_SESSION,
-	TENURE_END_REVOKED,
-	TENURE_END_DROPPED,
-	TENURE_END_HANDED			/* written by handoff() itself */
-} TenureEndReason;
-
-/*
- * A backend waiting in acquire(wait) for a lease held by someone else, in
- * its slot of tenure_waiters (one per backend, written by its owner under
- * the LWLock exclusive; pid 0: not waiting).
- */
-typedef struct TenureWaiter
-{
-	int			pid;
-	TimestampTz start;			/* the backend's MyStartTimestamp */
-	TenureKey	key;
-	char		holder[TENURE_HOLDER_MAX + 1];
-	Oid			role;			/* the role its acquire() counts against */
-	bool		session_bound;	/* what its acquire() asked for */
-	int64		since_mono;
-	bool		handed;			/* a handoff() to it is committing: it
-								 * waits for that before it gives up */
-} TenureWaiter;
-
-/*
- * One lease in shared memory.  Entries are created the first time a lease
- * is acquired after server start (or a fenced write needs its epoch) and
- * removed when the lease or its database is dropped, or to make room for
- * another lease while the lease is not held (see the header).
- * Times ending in _mono are CLOCK_MONOTONIC microseconds.
- */
-typedef struct TenureLease
-{
-	TenureKey	key;
-
-	/* settings, copied from tenure.lease when the entry is loaded */
-	int64		lease_id;
-	int			fence_lock;		/* N of view tenure_lock.fence_lock_N */
-	Oid			owner;
-	int64		ttl_us;
-	int64		holdoff_us;		/* -1: automatic hold-off */
-	bool		has_lock_key;
-	int64		lock_key;
-	bool		dropped;		/* dropped; its slot is the first to go */
-	int			altering_pid;	/* alter_lease pinned it (see the header) */
-	bool		loaded_in_recovery; /* epoch cache not to be trusted */
-
-	/* the current or pending tenure */
-	TenureState state;
-	char		holder[TENURE_HOLDER_MAX + 1];
-	int64		epoch;			/* latest published epoch of the lease */
-	int64		pending_epoch;	/* epoch of a PENDING tenure */
-	bool		session_bound;
-	Oid			holder_role;	/* the role that acquired it */
-	bool		share_taken;	/* counted in tenure_shares (holder_role and
-								 * key.dbid) */
-	int			holder_pid;		/* acquiring backend (session-bound or pending) */
-	TimestampTz holder_start;	/* ... and its MyStartTimestamp */
-	uint64		pending_token;	/* identifies the pending acquisition */
-	TransactionId pending_xid;	/* its transaction, once it issued its epoch */
-	bool		committing;		/* past its PRE_COMMIT check: never taken over */
-	bool		issuing;		/* issuing its epoch: not taken over either */
-	int64		acquired_mono;
-	TimestampTz acquired_wall;
-	pg_atomic_uint64 renewed_mono;	/* renew() writes it under the lock in
-									 * shared mode: read with tenure_renewed() */
-	int64		active_mono;	/* tenure counts as active from here */
-	uint64		transitions;	/* tenures started and epochs claimed */
-	uint32		history_starts; /* tenures and claims committed since loaded */
-
-	/* the end of the previous tenure, for hold-off and the history */
-	int64		pred_expiry_mono;	/* 0 if it was released explicitly */
-	int64		ended_epoch;
-	TenureEndReason ended_reason;
-	TimestampTz ended_wall;
-	char		ended_holder[TENURE_HOLDER_MAX + 1];
-
-	/* the advisory lock, held by the keeper */
-	bool		lock_wanted;	/* backends: the keeper should hold it */
-	bool		lock_failed;	/* keeper: could not take it ... */
-	bool		lock_no_memory; /* ... because the lock table is full */
-	bool		lock_held;		/* keeper: held, with held_tag */
-	LOCKTAG		held_tag;
-	int64		lock_linger_mono;	/* a lock no tenure wants any more may be
-									 * kept until then (see tenure_end()) */
-	bool		keeper_queued;	/* in the keeper's queue */
-
-	/*
-	 * A handoff() past its PRE_COMMIT check: its COMMIT makes the waiter in
-	 * slot handoff_slot the holder.  Until then the tenure neither expires
-	 * nor can be reserved.
-	 */
-	bool		handoff_pending;
-	int			handoff_pid;	/* the backend committing it */
-	int			handoff_slot;
-	TenureWaiter handoff_to;	/* the waiter, as it was then */
-
-	/*
-	 * A claim_epoch() of the held tenure past its PRE_COMMIT check, in this
-	 * backend (0: none).  Until its COMMIT or abort the tenure neither
-	 * expires nor can be reserved.
-	 */
-	int			claim_pid;
-
-	/* tenure.lease_stats, since the entry was loaded or its stats reset */
-	int64		ended_mono;		/* when the latest tenure ended; 0: none */
-	TenureEndReason last_end_reason;	/* ... and why (ended_reason is
-										 * cleared once in the history) */
-	TenureCounters counters;	/* under the LWLock exclusive */
-	pg_atomic_uint64 fenced[TENURE_FENCED_KINDS];	/* under it in either mode */
-} TenureLease;
-
-
-/*
- * How long the keeper keeps the advisory lock of a lease without lock_key
- * after its tenure ended: a lease taken again within that time (the next
- * job of a worker, a waiting candidate) finds its lock held and starts
- * without a round trip to the keeper.  The lock's tag is private to
- * pg_tenure, so nobody else can want it meanwhile.  A lease with lock_key
- * lets go at once: applications' own pg_try_advisory_lock(lock_key) waits
- * for that.
- */
-#define TENURE_LOCK_LINGER_US	((int64) USECS_PER_SEC)
-
-/*
- * At most this many locks linger at once, so that they never take more of
- * the shared lock table than the README's sizing rule leaves spare; beyond
- * it, and for a lock nobody wanted in the end (an acquisition that rolled
- * back), the keeper lets go at once.
- */
-#define TENURE_LOCK_LINGER_MAX	64
-
-/*
- * Databases the history writer remembers at once; more make it list them
- * all again.  It starts this long after the first end it has to write, so
- * that ends close together take one run.
- */
-#define TENURE_HISTORY_DBS	256
-#define TENURE_HISTORY_DELAY_US	((int64) 100000)
-
-/* length of the keeper's work queue; more work makes it scan every entry */
-#define TENURE_KEEPER_QUEUE	1024
-
-typedef struct TenureShared
-{
-	LWLock	   *lock;			/* protects everything below and the hash */
-	ConditionVariable cv;		/* broadcast on every lease state change */
-	int64		boot_id;		/* random, new at every shared memory init */
-	TimestampTz ready_time;		/* when the server could first hold tenures */
-	int64		ready_mono;		/* (the keeper's first start: after startup
-								 * or promotion); 0 before */
-	int			keeper_pid;
-	Latch	   *keeper_latch;
-	uint64		keeper_starts;
-
-	/*
-	 * Work for the keeper: leases whose advisory lock may have to be taken
-	 * or let go, and whether it must look at every entry instead (the queue
-	 * overflowed, or it just started); keeper_due_mono is a lower bound of
-	 * every held tenure's expiry, when the keeper must look at all entries
-	 * again.
-	 */
-	bool		keeper_scan;
-	bool		keeper_urgent;	/* queued work that must not wait */
-	bool		keeper_let_go;	/* let go of lingering locks now */
-	int			keeper_nlinger; /* lingering locks, at most (see
-								 * TENURE_LOCK_LINGER_MAX) */
-	int64		keeper_due_mono;
-	int64		keeper_sleep_until; /* when the keeper means to look again */
-	bool		keeper_wake;	/* ... which is too late: wake it */
-	int			keeper_nqueued;
-	TenureKey	keeper_queue[TENURE_KEEPER_QUEUE];
-
-	/*
-	 * Databases with ends of tenures to write to tenure.history (history.c
-	 * writes them), from history_due_mono on; history_list: every database
-	 * with an OID above history_list_after may have some (the server just
-	 * became ready: tenures open when it went down).
-	 */
-	int			history_ndbs;
-	Oid			history_dbs[TENURE_HISTORY_DBS];
-	bool		history_list;
-	Oid			history_list_after;
-	int64		history_due_mono;
-
-	/* the epoch clock (catalog.c's tenure_issue_epoch()) */
-	slock_t		clock_mutex;	/* protects the two fields below */
-	TimeLineID	clock_tli;		/* timeline of clock_last; 0: not started */
-	int64		clock_last;		/* largest clock value an epoch used */
-
-	/* backends that have run LISTEN tenure (see tenure_state_listening()) */
-	pg_atomic_uint32 listeners;
-
-	/* alter_lease commits so far (see the header, "Settings") */
-	pg_atomic_uint64 settings_gen;
-} TenureShared;
-
-/*
- * One per backend, without the LWLock (see tenure_state_listening()):
- * listen_db is the database this backend ran LISTEN tenure in, or 0;
- * quiet is nonzero while a transaction of this backend that would have
- * sent notifications commits without them, and quiet_db is the database
- * of that transaction (written before quiet).
- */
-typedef struct TenureListenSlot
-{
-	pg_atomic_uint32 listen_db;
-	pg_atomic_uint32 quiet_db;
-	pg_atomic_uint64 quiet;
-} TenureListenSlot;
+#include "state_internal.h"
 
 static const char *tenure_end_reason_name(TenureEndReason reason);
 
-static TenureShared *tenure_shared = NULL;
-static HTAB *tenure_leases = NULL;
+/* the lease table; state_internal.h declares them for the module */
+TenureShared *tenure_shared = NULL;
+HTAB	   *tenure_leases = NULL;
+TenureWaiter *tenure_waiter_slots = NULL;
 
 /*
  * Shares of the lease slots: how many slots the tenures of each role and
@@ -385,36 +228,6 @@ typedef struct TenureShare
 #define TENURE_SHARE_DATABASE	2
 
 static HTAB *tenure_shares = NULL;
-static TenureWaiter *tenure_waiters = NULL;
-static TenureListenSlot *tenure_listen_slots = NULL;
-
-/* this backend's slot in tenure_waiters, if it has registered its exit */
-static bool tenure_waiter_registered = false;
-static bool tenure_waiting = false;
-
-/*
- * Leadership changes made under the LWLock, logged once it is released
- * (tenure.log_transitions); a backend makes at most a few at a time.
- */
-typedef enum TenureTransitionKind
-{
-	TENURE_TRANSITION_START,
-	TENURE_TRANSITION_END,
-	TENURE_TRANSITION_CLAIM
-} TenureTransitionKind;
-
-typedef struct TenureTransition
-{
-	TenureTransitionKind kind;
-	char		lease[TENURE_NAME_MAX + 1];
-	char		holder[TENURE_HOLDER_MAX + 1];
-	int64		epoch;
-	bool		has_prev;		/* START: a tenure ended before, this run */
-	char		prev_holder[TENURE_HOLDER_MAX + 1];
-	int64		prev_epoch;
-	TenureEndReason prev_reason;
-	int64		gap_us;
-} TenureTransition;
 
 #define TENURE_TRANSITIONS_KEPT	8
 static TenureTransition tenure_transitions[TENURE_TRANSITIONS_KEPT];
@@ -422,23 +235,6 @@ static int	tenure_ntransitions = 0;
 static int	tenure_transitions_lost = 0;
 
 static bool tenure_exit_registered = false;
-
-#define AssertLocked() \
-	Assert(LWLockHeldByMe(tenure_shared->lock))
-#define AssertLockedExclusive() \
-	Assert(LWLockHeldByMeInMode(tenure_shared->lock, LW_EXCLUSIVE))
-
-static inline int64
-tenure_renewed(const TenureLease *lease)
-{
-	return (int64) pg_atomic_read_u64(&((TenureLease *) lease)->renewed_mono);
-}
-
-static inline int64
-tenure_expiry(const TenureLease *lease)
-{
-	return tenure_renewed(lease) + lease->ttl_us;
-}
 
 /*
  * Renew the lease's tenure as of "now", unless a renewal by another
@@ -511,9 +307,9 @@ tenure_share_add(uint32 kind, Oid oid, int delta)
 
 /*
  * Count the lease's tenure, now PENDING or HELD, for its holder's role and
- * its database.  Cannot fail.
+ * its database.  Cannot fail (src/README, F8).
  */
-static void
+void
 tenure_share_take(TenureLease *lease)
 {
 	AssertLockedExclusive();
@@ -524,9 +320,10 @@ tenure_share_take(TenureLease *lease)
 }
 
 /*
- * The lease's tenure ended or was given up: count it no more.  Cannot fail.
+ * The lease's tenure ended or was given up: count it no more.  Cannot fail
+ * (src/README, F8).
  */
-static void
+void
 tenure_share_give(TenureLease *lease)
 {
 	AssertLockedExclusive();
@@ -609,7 +406,7 @@ tenure_share_reserve_check(TenureLease *lease, Oid role, int64 now, int *limit)
  * Note a leadership change for the log, if tenure.log_transitions is on;
  * under the LWLock exclusive.  tenure_log_transitions_now() writes it.
  */
-static TenureTransition *
+TenureTransition *
 tenure_transition(TenureTransitionKind kind, const TenureLease *lease)
 {
 	TenureTransition *t;
@@ -631,7 +428,7 @@ tenure_transition(TenureTransitionKind kind, const TenureLease *lease)
 
 /*
  * Write the noted leadership changes to the server log, with the LWLock
- * released.  Only LOG messages: cannot fail.
+ * released.  Only LOG messages: cannot fail (src/README, F8).
  */
 static void
 tenure_log_transitions_now(void)
@@ -725,7 +522,7 @@ tenure_history_due(Oid dbid, int64 now)
  * releases the LWLock (tenure_state_end_update(), tenure_changed());
  * a lingering lock only needs the keeper back by lock_linger_mono.
  */
-static void
+void
 tenure_keeper_notice(TenureLease *lease)
 {
 	AssertLockedExclusive();
@@ -765,7 +562,7 @@ tenure_linger(TenureLease *lease, int64 now)
 /*
  * A held tenure may expire at "expiry": the keeper must look by then.
  */
-static void
+void
 tenure_keeper_due(int64 expiry)
 {
 	AssertLockedExclusive();
@@ -773,6 +570,11 @@ tenure_keeper_due(int64 expiry)
 	if (expiry < tenure_shared->keeper_sleep_until)
 		tenure_shared->keeper_wake = true;
 }
+
+/* ---------------------------------------------------------------------
+ * Set-up, and the verbs that take no LWLock.
+ * ---------------------------------------------------------------------
+ */
 
 /*
  * Bytes of shared memory pg_tenure needs.
@@ -788,7 +590,7 @@ tenure_shmem_size(void)
 	size = add_size(size, hash_estimate_size(mul_size(tenure_max_leases, 2),
 											 sizeof(TenureShare)));
 	size = add_size(size, mul_size(MaxBackends, sizeof(TenureWaiter)));
-	size = add_size(size, mul_size(MaxBackends, sizeof(TenureListenSlot)));
+	size = add_size(size, tenure_notify_shmem_size());
 	return size;
 }
 
@@ -820,7 +622,6 @@ tenure_shmem_init(void)
 			boot_id = (uint64) GetCurrentTimestamp() ^ ((uint64) MyProcPid << 32);
 		/* keep it positive: it is stored in a bigint column */
 		tenure_shared->boot_id = (int64) (boot_id & PG_INT64_MAX);
-		pg_atomic_init_u32(&tenure_shared->listeners, 0);
 		pg_atomic_init_u64(&tenure_shared->settings_gen, 0);
 	}
 
@@ -841,26 +642,16 @@ tenure_shmem_init(void)
 								  &info,
 								  HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 
-	tenure_waiters = ShmemInitStruct("pg_tenure waiters",
-									 mul_size(MaxBackends, sizeof(TenureWaiter)),
-									 &found);
-	if (!found)
-		memset(tenure_waiters, 0, mul_size(MaxBackends, sizeof(TenureWaiter)));
-
-	tenure_listen_slots = ShmemInitStruct("pg_tenure listeners",
-										  mul_size(MaxBackends, sizeof(TenureListenSlot)),
+	tenure_waiter_slots = ShmemInitStruct("pg_tenure waiters",
+										  mul_size(MaxBackends,
+												   sizeof(TenureWaiter)),
 										  &found);
 	if (!found)
-	{
-		int			i;
+		memset(tenure_waiter_slots, 0,
+			   mul_size(MaxBackends, sizeof(TenureWaiter)));
 
-		for (i = 0; i < MaxBackends; i++)
-		{
-			pg_atomic_init_u32(&tenure_listen_slots[i].listen_db, 0);
-			pg_atomic_init_u32(&tenure_listen_slots[i].quiet_db, 0);
-			pg_atomic_init_u64(&tenure_listen_slots[i].quiet, 0);
-		}
-	}
+	/* the LISTEN/NOTIFY handshake's slots (state_notify.c) */
+	tenure_notify_shmem_init();
 
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -1033,9 +824,39 @@ tenure_state_cancel_wait(void)
 }
 
 /*
+ * How many alter_lease transactions have committed since the server
+ * started.  tenure_load_committed() reads it before its snapshot (see the
+ * header, "Settings").
+ */
+uint64
+tenure_state_settings_gen(void)
+{
+	uint64		gen = pg_atomic_read_u64(&tenure_shared->settings_gen);
+
+	/* read before the snapshot that reads the row */
+	pg_memory_barrier();
+	return gen;
+}
+
+/*
+ * Room the listing run has for databases before it must stop.
+ */
+int
+tenure_state_history_room(void)
+{
+	return TENURE_HISTORY_DBS;
+}
+
+/* ---------------------------------------------------------------------
+ * Helpers of the verbs; state_internal.h shares some with the module's
+ * other files.  Those that change an entry assert the LWLock exclusive.
+ * ---------------------------------------------------------------------
+ */
+
+/*
  * After a change that someone may wait for, with the LWLock released.
  */
-static void
+void
 tenure_changed(bool wake_keeper)
 {
 	tenure_log_transitions_now();
@@ -1050,7 +871,7 @@ tenure_changed(bool wake_keeper)
  * pg_try_advisory_lock(lock_key) and pg_tenure exclude each other, or
  * pg_tenure's private field4 with the lease's id otherwise.
  */
-static void
+void
 tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag)
 {
 	if (lease->has_lock_key)
@@ -1069,7 +890,7 @@ tenure_lease_tag(const TenureLease *lease, LOCKTAG *tag)
  * Whether the keeper's lock is the one the lease needs now (the lease may
  * have been dropped and created again with another id or lock_key).
  */
-static bool
+bool
 tenure_lease_tag_held(const TenureLease *lease)
 {
 	LOCKTAG		tag;
@@ -1083,7 +904,7 @@ tenure_lease_tag_held(const TenureLease *lease)
 /*
  * Whether the lease holds a tenure that has not expired at "now".
  */
-static bool
+bool
 tenure_is_live(const TenureLease *lease, int64 now)
 {
 	return lease->state == TENURE_HELD &&
@@ -1142,16 +963,6 @@ tenure_pending_expired(const TenureLease *lease, int64 now)
 }
 
 /*
- * Whether a claim or handoff of the lease's held tenure is committing:
- * then the tenure does not expire until that transaction ends.
- */
-static inline bool
-tenure_change_committing(const TenureLease *lease)
-{
-	return lease->handoff_pending || lease->claim_pid != 0;
-}
-
-/*
  * Whether an entry's slot may be given to another lease (see the header):
  * nobody holds, acquires or locks the lease, and no former holder's belief
  * still delays its next tenure.  Sets *soon if the keeper only has to let
@@ -1182,7 +993,7 @@ tenure_evictable(const TenureLease *lease, int64 now, bool *soon)
  * evictable entry (preferably one with no end reason left to write) makes
  * room.  Returns NULL if there is none; *soon then says whether one will
  * be once the keeper has released the locks it no longer needs.  A new
- * entry is zeroed except for its key.  Cannot fail.
+ * entry is zeroed except for its key.  Cannot fail (src/README, F8).
  */
 static TenureLease *
 tenure_enter_entry(const TenureKey *key, int64 now, bool *found, bool *soon)
@@ -1227,7 +1038,7 @@ tenure_enter_entry(const TenureKey *key, int64 now, bool *found, bool *soon)
 /*
  * The entry of a lease, or NULL.
  */
-static TenureLease *
+TenureLease *
 tenure_find(const TenureKey *key)
 {
 	AssertLocked();
@@ -1236,9 +1047,10 @@ tenure_find(const TenureKey *key)
 
 /*
  * End the lease's current tenure for the given reason.  The caller wakes
- * the keeper and broadcasts after releasing the LWLock.  Cannot fail.
+ * the keeper and broadcasts after releasing the LWLock.  Cannot fail
+ * (src/README, F8).
  */
-static void
+void
 tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 {
 	int64		expiry = tenure_expiry(lease);
@@ -1317,7 +1129,7 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
  * End a PENDING reservation that will not become a tenure: its transaction
  * aborted, its backend exited, it was taken over, the keeper could not get
  * its lock, or its database went away.  It never led, so it leaves no
- * hold-off and nothing for the history.  Cannot fail.
+ * hold-off and nothing for the history.  Cannot fail (src/README, F8).
  */
 static void
 tenure_unreserve(TenureLease *lease)
@@ -1537,335 +1349,6 @@ tenure_state_fence_rejected(const TenureKey *key, TenureFencedKind kind)
 	LWLockRelease(tenure_shared->lock);
 }
 
-/*
- * Waiting in acquire(wait) for a lease someone else holds: the slot of
- * this backend in tenure_waiters says which (tenure.lease_stats counts
- * them).  tenure_state_waiting(NULL) leaves it; so does the end of the
- * transaction (tenure_state_waiting_done()) and the backend's exit.
- */
-static void
-tenure_waiter_exit(int code, Datum arg)
-{
-	tenure_state_waiting_done();
-}
-
-void
-tenure_state_waiting(const TenureKey *key, const char *holder,
-					 bool session_bound)
-{
-	int			slot = TENURE_MY_SLOT();
-	bool		handed = false;
-
-	if (slot < 0 || slot >= MaxBackends)
-		return;					/* not a backend that can wait */
-	if (key != NULL && !tenure_waiter_registered)
-	{
-		before_shmem_exit(tenure_waiter_exit, (Datum) 0);
-		tenure_waiter_registered = true;
-	}
-	if (key == NULL && !tenure_waiting)
-		return;
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	if (key != NULL)
-	{
-		TenureWaiter *w = &tenure_waiters[slot];
-
-		w->key = *key;
-		strlcpy(w->holder, holder, sizeof(w->holder));
-		w->role = GetUserId();
-		w->session_bound = session_bound;
-		w->start = MyStartTimestamp;
-		w->since_mono = tenure_mono_now();
-		w->handed = false;
-		w->pid = MyProcPid;
-	}
-	else
-	{
-		handed = tenure_waiters[slot].handed;
-		tenure_waiters[slot].pid = 0;
-		tenure_waiters[slot].handed = false;
-	}
-	LWLockRelease(tenure_shared->lock);
-	tenure_waiting = (key != NULL);
-	/* a handoff to us that was committing finds us gone: let it finish */
-	if (handed)
-		ConditionVariableBroadcast(&tenure_shared->cv);
-}
-
-/*
- * The sessions of database dbid waiting in acquire(wait); a palloc'd array
- * of *count elements.
- */
-TenureWaiterInfo *
-tenure_state_waiters(Oid dbid, int *count)
-{
-	TenureWaiterInfo *infos = palloc(sizeof(TenureWaiterInfo) * MaxBackends);
-	int			n = 0;
-	int			i;
-
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	for (i = 0; i < MaxBackends; i++)
-	{
-		TenureWaiter *w = &tenure_waiters[i];
-
-		if (w->pid == 0 || w->key.dbid != dbid)
-			continue;
-		memcpy(infos[n].lease, w->key.name, sizeof(infos[n].lease));
-		memcpy(infos[n].holder, w->holder, sizeof(infos[n].holder));
-		infos[n].session_bound = w->session_bound;
-		infos[n].pid = w->pid;
-		infos[n].since_mono = w->since_mono;
-		infos[n].handed = w->handed;
-		n++;
-	}
-	LWLockRelease(tenure_shared->lock);
-	*count = n;
-	return infos;
-}
-
-/*
- * The wait is over: leave the waiters and return true, unless a handoff()
- * to this backend is committing (it is about to hold the lease, and must
- * not give up): then stay, and return false.  One hold of the lock, so
- * that no handoff can pass its PRE_COMMIT check in between.
- */
-bool
-tenure_state_stop_waiting(void)
-{
-	int			slot = TENURE_MY_SLOT();
-	bool		handed = false;
-
-	if (!tenure_waiting || slot < 0 || slot >= MaxBackends)
-		return true;
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	if (tenure_waiters[slot].pid == MyProcPid && tenure_waiters[slot].handed)
-		handed = true;
-	else
-		tenure_waiters[slot].pid = 0;
-	LWLockRelease(tenure_shared->lock);
-	if (!handed)
-		tenure_waiting = false;
-	return !handed;
-}
-
-/*
- * The waiter in acquire(wait) for the lease under holder name "successor",
- * as a slot number, or -1.  Under the LWLock.
- */
-static int
-tenure_find_waiter(const TenureKey *key, const char *successor)
-{
-	int			i;
-
-	AssertLocked();
-	for (i = 0; i < MaxBackends; i++)
-	{
-		TenureWaiter *w = &tenure_waiters[i];
-
-		if (w->pid != 0 && memcmp(&w->key, key, sizeof(TenureKey)) == 0 &&
-			strcmp(w->holder, successor) == 0)
-			return i;
-	}
-	return -1;
-}
-
-/*
- * Whether holder may hand the lease over to successor now: holder's tenure
- * is live (not one this transaction is acquiring), no other handoff of it
- * is committing, and successor waits in acquire(wait) for it.
- */
-TenureHandoffCheck
-tenure_state_handoff_check(const TenureKey *key, const char *holder,
-						   const char *successor, int64 *epoch,
-						   bool *session_bound)
-{
-	TenureLease *lease;
-	TenureHandoffCheck result;
-	int64		now = tenure_mono_now();
-	int			slot;
-
-	*epoch = 0;
-	*session_bound = false;
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	lease = tenure_find(key);
-	if (lease == NULL || lease->dropped || !tenure_is_live(lease, now) ||
-		strcmp(lease->holder, holder) != 0)
-		result = TENURE_HANDOFF_NOT_HOLDER;
-	else if (lease->handoff_pending)
-		result = TENURE_HANDOFF_BUSY;
-	else if ((slot = tenure_find_waiter(key, successor)) < 0)
-		result = TENURE_HANDOFF_NOT_WAITING;
-	else
-	{
-		result = TENURE_HANDOFF_OK;
-		*epoch = lease->epoch;
-		*session_bound = tenure_waiters[slot].session_bound;
-	}
-	LWLockRelease(tenure_shared->lock);
-	return result;
-}
-
-/*
- * PRE_COMMIT of a handoff() that issued "epoch": the same checks again,
- * and holder's tenure must still be the one at old_epoch.  On success the
- * handoff is committing: the tenure neither expires nor can be reserved
- * until its COMMIT (tenure_state_publish_handoff()) or abort
- * (tenure_state_cancel_handoff()), and the waiter does not give up.
- */
-TenureHandoffCheck
-tenure_state_handoff_commit(const TenureKey *key, const char *holder,
-							const char *successor, int64 old_epoch,
-							bool session_bound)
-{
-	TenureLease *lease;
-	TenureHandoffCheck result;
-	int64		now = tenure_mono_now();
-	int			slot = -1;
-
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	lease = tenure_find(key);
-	if (lease == NULL || lease->dropped || !tenure_is_live(lease, now) ||
-		strcmp(lease->holder, holder) != 0 || lease->epoch != old_epoch)
-		result = TENURE_HANDOFF_NOT_HOLDER;
-	else if (lease->handoff_pending)
-		result = TENURE_HANDOFF_BUSY;
-	else if ((slot = tenure_find_waiter(key, successor)) < 0 ||
-			 tenure_waiters[slot].session_bound != session_bound)
-		result = TENURE_HANDOFF_NOT_WAITING;
-	else
-	{
-		result = TENURE_HANDOFF_OK;
-		lease->handoff_pending = true;
-		lease->handoff_pid = MyProcPid;
-		lease->handoff_slot = slot;
-		lease->handoff_to = tenure_waiters[slot];
-		tenure_waiters[slot].handed = true;
-	}
-	LWLockRelease(tenure_shared->lock);
-	return result;
-}
-
-/*
- * A handoff() committed: holder's tenure ends ("handed over", already in
- * the history) and the waiter becomes the holder at "epoch", active at
- * once: the holder gave up explicitly, so its own tenure leaves no
- * hold-off; one it was still waiting out (an earlier holder's belief,
- * pred_expiry_mono) applies to the successor too, as after a release.  If the waiter left meanwhile (its wait was cancelled), the tenure
- * is still its holder name's.  Between begin_update and end_update; cannot
- * fail.
- */
-void
-tenure_state_publish_handoff(const TenureKey *key, int64 epoch)
-{
-	TenureLease *lease;
-	TenureWaiter *w;
-	TenureTransition *t;
-	int64		now = tenure_mono_now();
-	char		prev_holder[TENURE_HOLDER_MAX + 1];
-	int64		prev_epoch;
-	int64		active;
-
-	AssertLockedExclusive();
-	lease = tenure_find(key);
-	if (lease == NULL || !lease->handoff_pending || lease->handoff_pid != MyProcPid)
-		return;
-	/* a hold-off the holder was still waiting out passes to its successor */
-	active = lease->state == TENURE_HELD ? Max(now, lease->active_mono) : now;
-	w = &lease->handoff_to;
-	lease->handoff_pending = false;
-	memcpy(prev_holder, lease->holder, sizeof(prev_holder));
-	prev_epoch = lease->epoch;
-	if (lease->state == TENURE_HELD)
-		tenure_end(lease, TENURE_END_HANDED, now);
-	/* handoff() wrote both rows of the history */
-	lease->ended_reason = TENURE_END_NONE;
-
-	lease->state = TENURE_HELD;
-	strlcpy(lease->holder, w->holder, sizeof(lease->holder));
-	lease->session_bound = w->session_bound;
-	tenure_share_give(lease);	/* a hold-off the holder was waiting out */
-	lease->holder_role = w->role;
-	tenure_share_take(lease);
-	lease->holder_pid = w->pid;
-	lease->holder_start = w->start;
-	lease->committing = false;
-	lease->pending_xid = InvalidTransactionId;
-	lease->pending_epoch = 0;
-	lease->acquired_mono = now;
-	lease->acquired_wall = GetCurrentTimestamp();
-	pg_atomic_write_u64(&lease->renewed_mono, (uint64) now);
-	lease->active_mono = Max(active, lease->pred_expiry_mono);
-	lease->epoch = Max(lease->epoch, epoch);
-	lease->lock_wanted = true;
-	lease->lock_failed = false;
-	if (!tenure_lease_tag_held(lease))
-		tenure_keeper_notice(lease);
-	tenure_keeper_due(tenure_expiry(lease));
-	lease->transitions++;
-	lease->history_starts++;
-	lease->counters.started++;
-	lease->counters.last_gap_us = lease->active_mono - now;
-	lease->counters.last_change = lease->acquired_wall;
-	lease->ended_mono = 0;
-	if (tenure_waiters[lease->handoff_slot].pid == w->pid &&
-		tenure_waiters[lease->handoff_slot].start == w->start)
-		tenure_waiters[lease->handoff_slot].handed = false;
-	else if (w->session_bound)
-	{
-		/*
-		 * The successor stopped waiting after the PRE_COMMIT check (its
-		 * wait was cancelled, or its session ended): a session-bound
-		 * tenure has no session to live in.
-		 */
-		tenure_end(lease, TENURE_END_SESSION, now);
-	}
-
-	t = tenure_transition(TENURE_TRANSITION_START, lease);
-	if (t != NULL)
-	{
-		memcpy(t->holder, lease->holder, sizeof(t->holder));
-		t->epoch = lease->epoch;
-		t->has_prev = true;
-		memcpy(t->prev_holder, prev_holder, sizeof(t->prev_holder));
-		t->prev_epoch = prev_epoch;
-		t->prev_reason = TENURE_END_HANDED;
-		t->gap_us = lease->active_mono - now;
-	}
-}
-
-/*
- * A handoff() that passed its PRE_COMMIT check aborted: nothing changes.
- * Returns whether it had passed it.  Between begin_update and end_update;
- * cannot fail.
- */
-bool
-tenure_state_cancel_handoff(const TenureKey *key)
-{
-	TenureLease *lease;
-
-	AssertLockedExclusive();
-	lease = tenure_find(key);
-	if (lease == NULL || !lease->handoff_pending || lease->handoff_pid != MyProcPid)
-		return false;
-	lease->handoff_pending = false;
-	if (tenure_waiters[lease->handoff_slot].pid == lease->handoff_to.pid)
-		tenure_waiters[lease->handoff_slot].handed = false;
-	/* its expiry counts again */
-	if (lease->state == TENURE_HELD)
-		tenure_keeper_due(tenure_expiry(lease));
-	return true;
-}
-
-/*
- * Leave the waiters at the end of a transaction or at exit, whatever
- * ended the wait.  Cannot fail.
- */
-void
-tenure_state_waiting_done(void)
-{
-	if (tenure_waiting && tenure_state_attached())
-		tenure_state_waiting(NULL, NULL, false);
-}
 
 /*
  * Copy something of every entry of database dbid (dropped leases' aside)
@@ -1941,8 +1424,9 @@ tenure_stats_begin(void *arg)
 
 	c->nwaiting = 0;
 	for (i = 0; i < MaxBackends; i++)
-		if (tenure_waiters[i].pid != 0 && tenure_waiters[i].key.dbid == c->dbid)
-			c->waiting[c->nwaiting++] = tenure_waiters[i].key;
+		if (tenure_waiter_slots[i].pid != 0 &&
+			tenure_waiter_slots[i].key.dbid == c->dbid)
+			c->waiting[c->nwaiting++] = tenure_waiter_slots[i].key;
 }
 
 static bool
@@ -1980,32 +1464,6 @@ tenure_state_stats(Oid dbid, int *count)
 								tenure_stats_begin, &c, count);
 	pfree(c.waiting);
 	return stats;
-}
-
-/*
- * tenure.stats_reset(): zero the counters of one lease of database dbid,
- * or of all of them (name NULL).
- */
-void
-tenure_state_stats_reset(Oid dbid, const char *name)
-{
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-	int			j;
-
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
-	{
-		if (lease->key.dbid != dbid ||
-			(name != NULL && strcmp(lease->key.name, name) != 0))
-			continue;
-		memset(&lease->counters, 0, sizeof(TenureCounters));
-		lease->counters.last_gap_us = -1;
-		for (j = 0; j < TENURE_FENCED_KINDS; j++)
-			pg_atomic_write_u64(&lease->fenced[j], 0);
-	}
-	LWLockRelease(tenure_shared->lock);
 }
 
 /*
@@ -2117,22 +1575,98 @@ tenure_state_reserved(const TenureKey *key, uint64 token)
 }
 
 /*
- * How many alter_lease transactions have committed since the server
- * started.  tenure_load_committed() reads it before its snapshot (see the
- * header, "Settings").
+ * Whether the lease's history is due to be trimmed: when the number of
+ * tenures and claims committed since its entry was loaded is a multiple of
+ * TENURE_HISTORY_TRIM_EVERY (so also at the first).  Only committed ones
+ * count (publish_acquire, publish_claim): a trim whose transaction rolls
+ * back is made again by the next.
  */
-uint64
-tenure_state_settings_gen(void)
+bool
+tenure_state_history_trim_due(const TenureKey *key)
 {
-	uint64		gen = pg_atomic_read_u64(&tenure_shared->settings_gen);
+	TenureLease *lease;
+	bool		due = true;
 
-	/* read before the snapshot that reads the row */
-	pg_memory_barrier();
-	return gen;
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	if (lease != NULL)
+		due = lease->history_starts % TENURE_HISTORY_TRIM_EVERY == 0;
+	LWLockRelease(tenure_shared->lock);
+	return due;
+}
+
+static bool
+tenure_ended_copy(TenureLease *lease, void *elem, void *arg)
+{
+	TenureEnded *e = elem;
+
+	if (lease->ended_reason == TENURE_END_NONE)
+		return false;
+	e->key = lease->key;
+	e->epoch = lease->ended_epoch;
+	e->reason = tenure_end_reason_name(lease->ended_reason);
+	e->ended = lease->ended_wall;
+	return true;
+}
+
+/*
+ * The ends of tenures of database dbid not yet in the history; a palloc'd
+ * array of *count elements.
+ */
+TenureEnded *
+tenure_state_history_pending(Oid dbid, int *count)
+{
+	return tenure_copy_entries(dbid, sizeof(TenureEnded), tenure_ended_copy,
+							   NULL, NULL, count);
 }
 
 /* ---------------------------------------------------------------------
- * Writers: change entries under the LWLock in exclusive mode.
+ * Renewal: changes only the renewal time, an atomic, under the LWLock in
+ * shared mode.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * renew(): extend holder's tenure to now + ttl, if the caller may: only
+ * when the lease's owner is allowed_owner, which the caller found it acts
+ * for (InvalidOid: not known).  Returns false, with *owner set to the
+ * lease's owner (InvalidOid if it has no entry), when the caller must
+ * check its rights first; otherwise true, with *renewed.
+ *
+ * Under the LWLock in shared mode, so that renewals of different leases do
+ * not queue behind each other: the renewal time is an atomic that only
+ * grows.  Whoever ends or takes over a tenure holds the lock exclusively,
+ * so a renewal never revives a tenure that ended; a later expiry needs no
+ * word to the keeper, which only looks earlier than it had to.
+ */
+bool
+tenure_state_renew(const TenureKey *key, const char *holder,
+				   Oid allowed_owner, Oid *owner, bool *renewed)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	bool		allowed = false;
+
+	*renewed = false;
+	LWLockAcquire(tenure_shared->lock, LW_SHARED);
+	lease = tenure_find(key);
+	*owner = (lease != NULL && !lease->dropped) ? lease->owner : InvalidOid;
+	if (OidIsValid(*owner) && *owner == allowed_owner)
+	{
+		allowed = true;
+		if (tenure_epoch_of(lease, holder, now) != 0)
+		{
+			tenure_renew_to(lease, now);
+			*renewed = true;
+		}
+	}
+	LWLockRelease(tenure_shared->lock);
+	return allowed;
+}
+
+/* ---------------------------------------------------------------------
+ * Writers: change entries, the share counts and the history writer's
+ * queue under the LWLock in exclusive mode.
  * ---------------------------------------------------------------------
  */
 
@@ -2255,44 +1789,6 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 	LWLockRelease(tenure_shared->lock);
 	tenure_log_transitions_now();
 	return TENURE_LOAD_DONE;
-}
-
-/*
- * renew(): extend holder's tenure to now + ttl, if the caller may: only
- * when the lease's owner is allowed_owner, which the caller found it acts
- * for (InvalidOid: not known).  Returns false, with *owner set to the
- * lease's owner (InvalidOid if it has no entry), when the caller must
- * check its rights first; otherwise true, with *renewed.
- *
- * Under the LWLock in shared mode, so that renewals of different leases do
- * not queue behind each other: the renewal time is an atomic that only
- * grows.  Whoever ends or takes over a tenure holds the lock exclusively,
- * so a renewal never revives a tenure that ended; a later expiry needs no
- * word to the keeper, which only looks earlier than it had to.
- */
-bool
-tenure_state_renew(const TenureKey *key, const char *holder,
-				   Oid allowed_owner, Oid *owner, bool *renewed)
-{
-	TenureLease *lease;
-	int64		now = tenure_mono_now();
-	bool		allowed = false;
-
-	*renewed = false;
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	lease = tenure_find(key);
-	*owner = (lease != NULL && !lease->dropped) ? lease->owner : InvalidOid;
-	if (OidIsValid(*owner) && *owner == allowed_owner)
-	{
-		allowed = true;
-		if (tenure_epoch_of(lease, holder, now) != 0)
-		{
-			tenure_renew_to(lease, now);
-			*renewed = true;
-		}
-	}
-	LWLockRelease(tenure_shared->lock);
-	return allowed;
 }
 
 /*
@@ -2577,6 +2073,39 @@ tenure_state_commit_reservation(const TenureKey *key, uint64 token,
 }
 
 /*
+ * PRE_COMMIT of a claim_epoch() by holder, whose tenure was at old_epoch
+ * when it claimed: true if that tenure is still live (or is the one this
+ * very transaction is acquiring, whose own check covers it); the claim is
+ * then committing, and the tenure neither expires nor can be reserved
+ * until tenure_state_publish_claim() or tenure_state_cancel_claim().
+ */
+bool
+tenure_state_claim_commit(const TenureKey *key, const char *holder,
+						  int64 old_epoch)
+{
+	TenureLease *lease;
+	int64		now = tenure_mono_now();
+	bool		valid = false;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease != NULL && !lease->dropped &&
+		strcmp(lease->holder, holder) == 0)
+	{
+		if (tenure_pending_mine(lease))
+			valid = lease->pending_epoch == old_epoch;
+		else if (tenure_is_live(lease, now) && lease->epoch == old_epoch &&
+				 (lease->claim_pid == 0 || lease->claim_pid == MyProcPid))
+		{
+			lease->claim_pid = MyProcPid;
+			valid = true;
+		}
+	}
+	LWLockRelease(tenure_shared->lock);
+	return valid;
+}
+
+/*
  * alter_lease() of the lease with the given id is about to change what
  * needs a lease nobody uses (its lock_key, or a shorter ttl): if nobody
  * holds, acquires or hands it over now, pin its entry until the
@@ -2605,10 +2134,201 @@ tenure_state_alter_pin(const TenureKey *key, int64 lease_id)
 }
 
 /*
+ * tenure.stats_reset(): zero the counters of one lease of database dbid,
+ * or of all of them (name NULL).
+ */
+void
+tenure_state_stats_reset(Oid dbid, const char *name)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	int			j;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		if (lease->key.dbid != dbid ||
+			(name != NULL && strcmp(lease->key.name, name) != 0))
+			continue;
+		memset(&lease->counters, 0, sizeof(TenureCounters));
+		lease->counters.last_gap_us = -1;
+		for (j = 0; j < TENURE_FENCED_KINDS; j++)
+			pg_atomic_write_u64(&lease->fenced[j], 0);
+	}
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * The keeper's question: which run of the history writer to start now.
+ * Returns true with *dbid (InvalidOid: list the databases, from *after
+ * on) when one is due; otherwise false, with *due the time one will be
+ * (0: none).
+ */
+bool
+tenure_state_history_job(int64 now, Oid *dbid, Oid *after, int64 *due)
+{
+	bool		job = false;
+
+	*dbid = InvalidOid;
+	*after = InvalidOid;
+	*due = 0;
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	if (tenure_shared->history_list || tenure_shared->history_ndbs > 0)
+	{
+		if (now < tenure_shared->history_due_mono)
+			*due = tenure_shared->history_due_mono;
+		else if (tenure_shared->history_ndbs > 0)
+		{
+			/* the queued databases first: a listing adds only what fits */
+			*dbid = tenure_shared->history_dbs[0];
+			tenure_shared->history_dbs[0] =
+				tenure_shared->history_dbs[--tenure_shared->history_ndbs];
+			job = true;
+		}
+		else
+		{
+			*after = tenure_shared->history_list_after;
+			tenure_shared->history_list = false;
+			job = true;
+		}
+		if (tenure_shared->history_ndbs == 0 && !tenure_shared->history_list)
+			tenure_shared->history_due_mono = 0;
+	}
+	LWLockRelease(tenure_shared->lock);
+	return job;
+}
+
+/*
+ * A run of the history writer could not start (no free background worker
+ * slot): try the database again at "retry" (InvalidOid: the list).
+ */
+void
+tenure_state_history_retry(Oid dbid, Oid after, int64 retry)
+{
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	if (OidIsValid(dbid))
+		tenure_history_due(dbid, retry - TENURE_HISTORY_DELAY_US);
+	else
+	{
+		tenure_shared->history_list = true;
+		tenure_shared->history_list_after = after;
+		if (tenure_shared->history_due_mono == 0 ||
+			retry < tenure_shared->history_due_mono)
+			tenure_shared->history_due_mono = retry;
+	}
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * The listing run found these databases (in increasing OID order); if
+ * there were more than fit, it lists again from the last one given.
+ */
+void
+tenure_state_history_add_dbs(const Oid *dbids, int n, bool more)
+{
+	int			i;
+	int64		now = tenure_mono_now();
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	/* as many as the queue has room for; the listing goes on after them */
+	for (i = 0; i < n && tenure_shared->history_ndbs < TENURE_HISTORY_DBS; i++)
+		tenure_history_due(dbids[i], now - TENURE_HISTORY_DELAY_US);
+	if ((more || i < n) && i > 0)
+	{
+		tenure_shared->history_list = true;
+		tenure_shared->history_list_after = dbids[i - 1];
+	}
+	else if (more || i < n)
+	{
+		/* no room at all: list again from here once the queue drained */
+		tenure_shared->history_list = true;
+	}
+	LWLockRelease(tenure_shared->lock);
+	tenure_wake_keeper();
+}
+
+/*
+ * The end of the lease's tenure at "epoch" is in the history (its
+ * transaction committed): nothing left to write, unless another tenure
+ * has ended since.
+ */
+void
+tenure_state_history_written(const TenureKey *key, int64 epoch)
+{
+	TenureLease *lease;
+
+	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
+	lease = tenure_find(key);
+	if (lease != NULL && lease->ended_reason != TENURE_END_NONE &&
+		lease->ended_epoch == epoch)
+		lease->ended_reason = TENURE_END_NONE;
+	LWLockRelease(tenure_shared->lock);
+}
+
+/*
+ * before_shmem_exit callback: end the session-bound tenures this backend
+ * holds and cancel its pending acquisitions.  Shared memory only; cannot
+ * fail (src/README, F8).
+ */
+static void
+tenure_session_exit(int code, Datum arg)
+{
+	HASH_SEQ_STATUS scan;
+	TenureLease *lease;
+	int64		now;
+	bool		changed = false;
+
+	if (!tenure_state_attached())
+		return;
+
+	now = tenure_mono_now();
+	tenure_state_begin_update();
+	hash_seq_init(&scan, tenure_leases);
+	while ((lease = hash_seq_search(&scan)) != NULL)
+	{
+		if (lease->holder_pid != MyProcPid ||
+			lease->holder_start != MyStartTimestamp)
+			continue;
+		if (lease->state == TENURE_HELD && lease->session_bound)
+		{
+			tenure_end(lease, TENURE_END_SESSION, now);
+			changed = true;
+		}
+		else if (lease->state == TENURE_PENDING)
+		{
+			tenure_unreserve(lease);
+			changed = true;
+		}
+	}
+	tenure_state_end_update(changed);
+}
+
+/*
+ * Make sure this backend ends its session-bound tenures when it exits.
+ */
+void
+tenure_register_session_exit(void)
+{
+	if (tenure_exit_registered)
+		return;
+	before_shmem_exit(tenure_session_exit, (Datum) 0);
+	tenure_exit_registered = true;
+}
+
+/* ---------------------------------------------------------------------
+ * Publishing a transaction's changes (txn.c): under one hold of the
+ * LWLock in exclusive mode, taken by tenure_state_begin_update() and
+ * released by tenure_state_end_update(); the verbs in between assert it.
+ * ---------------------------------------------------------------------
+ */
+
+/*
  * Publishing a transaction's actions (txn.c): take the LWLock exclusive,
  * apply every action with the verbs below, release it and wake whoever
  * waits.  Readers see all of a transaction's changes or none.  Nothing in
- * between can fail.
+ * between can fail (src/README, F8); txn.c publishes a commit's changes in
+ * a critical section, so that an assertion build catches an allocation.
  */
 void
 tenure_state_begin_update(void)
@@ -2630,27 +2350,6 @@ tenure_state_end_update(bool changed)
 		tenure_changed(keeper_work);
 	else
 		tenure_log_transitions_now();
-}
-
-/*
- * Whether the lease's history is due to be trimmed: when the number of
- * tenures and claims committed since its entry was loaded is a multiple of
- * TENURE_HISTORY_TRIM_EVERY (so also at the first).  Only committed ones
- * count (publish_acquire, publish_claim): a trim whose transaction rolls
- * back is made again by the next.
- */
-bool
-tenure_state_history_trim_due(const TenureKey *key)
-{
-	TenureLease *lease;
-	bool		due = true;
-
-	LWLockAcquire(tenure_shared->lock, LW_SHARED);
-	lease = tenure_find(key);
-	if (lease != NULL)
-		due = lease->history_starts % TENURE_HISTORY_TRIM_EVERY == 0;
-	LWLockRelease(tenure_shared->lock);
-	return due;
 }
 
 /*
@@ -2722,39 +2421,6 @@ tenure_state_publish_acquire(const TenureKey *key, uint64 token)
 }
 
 /*
- * PRE_COMMIT of a claim_epoch() by holder, whose tenure was at old_epoch
- * when it claimed: true if that tenure is still live (or is the one this
- * very transaction is acquiring, whose own check covers it); the claim is
- * then committing, and the tenure neither expires nor can be reserved
- * until tenure_state_publish_claim() or tenure_state_cancel_claim().
- */
-bool
-tenure_state_claim_commit(const TenureKey *key, const char *holder,
-						  int64 old_epoch)
-{
-	TenureLease *lease;
-	int64		now = tenure_mono_now();
-	bool		valid = false;
-
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	lease = tenure_find(key);
-	if (lease != NULL && !lease->dropped &&
-		strcmp(lease->holder, holder) == 0)
-	{
-		if (tenure_pending_mine(lease))
-			valid = lease->pending_epoch == old_epoch;
-		else if (tenure_is_live(lease, now) && lease->epoch == old_epoch &&
-				 (lease->claim_pid == 0 || lease->claim_pid == MyProcPid))
-		{
-			lease->claim_pid = MyProcPid;
-			valid = true;
-		}
-	}
-	LWLockRelease(tenure_shared->lock);
-	return valid;
-}
-
-/*
  * The end of a claim that passed its PRE_COMMIT check: the tenure's expiry
  * counts again.  Under the LWLock exclusive.
  */
@@ -2773,7 +2439,7 @@ tenure_claim_done(TenureLease *lease)
 /*
  * A claim that passed its PRE_COMMIT check aborted: nothing changes.
  * Returns whether it had passed it.  Between begin_update and end_update;
- * cannot fail.
+ * cannot fail (src/README, F8).
  */
 bool
 tenure_state_cancel_claim(const TenureKey *key)
@@ -2967,757 +2633,4 @@ tenure_state_cancel_alter(const TenureKey *key, bool pinned)
 		return false;
 	lease->altering_pid = 0;
 	return true;
-}
-
-/*
- * before_shmem_exit callback: end the session-bound tenures this backend
- * holds and cancel its pending acquisitions.  Shared memory only; cannot
- * fail.
- */
-static void
-tenure_session_exit(int code, Datum arg)
-{
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-	int64		now;
-	bool		changed = false;
-
-	if (!tenure_state_attached())
-		return;
-
-	now = tenure_mono_now();
-	tenure_state_begin_update();
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
-	{
-		if (lease->holder_pid != MyProcPid ||
-			lease->holder_start != MyStartTimestamp)
-			continue;
-		if (lease->state == TENURE_HELD && lease->session_bound)
-		{
-			tenure_end(lease, TENURE_END_SESSION, now);
-			changed = true;
-		}
-		else if (lease->state == TENURE_PENDING)
-		{
-			tenure_unreserve(lease);
-			changed = true;
-		}
-	}
-	tenure_state_end_update(changed);
-}
-
-/*
- * Make sure this backend ends its session-bound tenures when it exits.
- */
-void
-tenure_register_session_exit(void)
-{
-	if (tenure_exit_registered)
-		return;
-	before_shmem_exit(tenure_session_exit, (Datum) 0);
-	tenure_exit_registered = true;
-}
-
-/* ---------------------------------------------------------------------
- * The keeper's verbs (keeper.c runs the process).
- * ---------------------------------------------------------------------
- */
-
-/*
- * A keeper starts: whatever locks an earlier keeper held died with it, so
- * clear the flags and let the first pass take the locks of live tenures
- * again.  The first start after startup or promotion makes the server
- * ready to hold tenures.
- */
-void
-tenure_state_keeper_start(void)
-{
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
-	{
-		lease->lock_held = false;
-		lease->lock_failed = false;
-	}
-	tenure_shared->keeper_pid = MyProcPid;
-	tenure_shared->keeper_latch = MyLatch;
-	tenure_shared->keeper_scan = true;
-	if (tenure_shared->keeper_starts++ == 0)
-	{
-		tenure_shared->ready_time = GetCurrentTimestamp();
-		tenure_shared->ready_mono = tenure_mono_now();
-		/* tenures open when the server went down end in the history now */
-		tenure_shared->history_list = true;
-		tenure_shared->history_list_after = InvalidOid;
-		tenure_shared->history_due_mono = tenure_shared->ready_mono;
-	}
-	LWLockRelease(tenure_shared->lock);
-}
-
-/*
- * The keeper exits, before its session locks are released: it holds no
- * lock any more (leader_is then answers false for lock_key tenures until
- * a new keeper has their locks again), and backends stop setting its
- * latch.  Cannot fail.
- */
-void
-tenure_state_keeper_exit(void)
-{
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-
-	if (!tenure_state_attached())
-		return;
-	tenure_state_begin_update();
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
-		lease->lock_held = false;
-	if (tenure_shared->keeper_pid == MyProcPid)
-	{
-		tenure_shared->keeper_pid = 0;
-		tenure_shared->keeper_latch = NULL;
-	}
-	LWLockRelease(tenure_shared->lock);
-	ConditionVariableBroadcast(&tenure_shared->cv);
-}
-
-/*
- * Whether the shared lock table is full: a lock on a tag nobody else ever
- * uses cannot be had either.  Distinguishes a full table from a foreign
- * holder after a conditional lock failed.
- */
-static bool
-tenure_lock_table_full(void)
-{
-	LOCKTAG		probe;
-
-	SET_LOCKTAG_ADVISORY(probe, InvalidOid, 0, (uint32) MyProcPid,
-						 TENURE_PROBE_LOCK_FIELD4);
-	if (tenure_lock_try(&probe, ExclusiveLock, true) == LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	LockRelease(&probe, ExclusiveLock, true);
-	return false;
-}
-
-/*
- * Whether the shared lock table is nearly full, found out once per pass of
- * the keeper and again after it took a lock: then no lock lingers and no
- * new tenure gets a lock, since backends need room too (a new connection
- * locks its database, a COMMIT takes a fence lock and maybe NOTIFY's lock).
- * It has room while TENURE_LOCK_ROOM locks on tags nobody else uses can be
- * had.
- */
-#define TENURE_LOCK_ROOM	8
-
-static int	tenure_pass_tight = -1; /* -1: not known yet in this pass */
-static bool tenure_pass_took = false;	/* the pass took a lock */
-
-static bool
-tenure_lock_table_tight(void)
-{
-	LOCKTAG		probe[TENURE_LOCK_ROOM];
-	int			n;
-	int			i;
-
-	if (tenure_pass_tight >= 0)
-		return tenure_pass_tight;
-	for (n = 0; n < TENURE_LOCK_ROOM; n++)
-	{
-		SET_LOCKTAG_ADVISORY(probe[n], InvalidOid, (uint32) n,
-							 (uint32) MyProcPid, TENURE_PROBE_LOCK_FIELD4);
-		if (tenure_lock_try(&probe[n], ExclusiveLock, true) == LOCKACQUIRE_NOT_AVAIL)
-			break;
-	}
-	for (i = 0; i < n; i++)
-		LockRelease(&probe[i], ExclusiveLock, true);
-	tenure_pass_tight = (n < TENURE_LOCK_ROOM);
-	return tenure_pass_tight;
-}
-
-/*
- * Let go of the lease's lock now; the keeper's.
- */
-static void
-tenure_keeper_let_go(TenureLease *lease)
-{
-	AssertLockedExclusive();
-	LockRelease(&lease->held_tag, ExclusiveLock, true);
-	lease->lock_held = false;
-	tenure_pass_tight = -1;		/* one entry more spare */
-}
-
-/*
- * Let go of every lock that no tenure wants, lingering or not: the shared
- * lock table is full, and a wanted lock needs the room.  Returns whether
- * there was any.
- */
-static bool
-tenure_keeper_let_go_all(void)
-{
-	HASH_SEQ_STATUS scan;
-	TenureLease *lease;
-	bool		any = false;
-
-	AssertLockedExclusive();
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
-	{
-		if (lease->lock_held && !lease->lock_wanted)
-		{
-			tenure_keeper_let_go(lease);
-			any = true;
-		}
-	}
-	return any;
-}
-
-/*
- * Queue an entry again for a later pass of the keeper: it keeps a lock
- * that lingers (see TENURE_LOCK_LINGER_US).
- */
-static void
-tenure_keeper_requeue(TenureLease *lease)
-{
-	AssertLockedExclusive();
-	if (lease->keeper_queued)
-		return;
-	if (tenure_shared->keeper_nqueued < TENURE_KEEPER_QUEUE)
-	{
-		tenure_shared->keeper_queue[tenure_shared->keeper_nqueued++] = lease->key;
-		lease->keeper_queued = true;
-	}
-	else
-		tenure_shared->keeper_scan = true;
-}
-
-/*
- * The keeper's work on one entry: end its tenure if it expired, let go of
- * a lock nobody wants (or that belongs to an earlier lease of the name)
- * unless it may still linger (let_go: not even then), take a wanted one.
- * A tenure whose lock a foreign session took while no keeper ran is
- * revoked and noted in revoked[] (up to maxrevoked; *nrevoked counts all).
- * Sets *linger to when a lingering lock may go (0 if none).  Returns
- * whether anything changed.
- */
-static bool
-tenure_keeper_tend(TenureLease *lease, int64 now, bool let_go,
-				   TenureRevoked *revoked, int maxrevoked, int *nrevoked,
-				   int64 *linger)
-{
-	LOCKTAG		tag;
-	bool		changed = false;
-
-	AssertLockedExclusive();
-	*linger = 0;
-	if (lease->state == TENURE_HELD && now >= tenure_expiry(lease) &&
-		!tenure_change_committing(lease))
-	{
-		tenure_end(lease, TENURE_END_EXPIRED, now);
-		changed = true;
-	}
-
-	tenure_lease_tag(lease, &tag);
-
-	if (lease->lock_held && !tenure_lease_tag_held(lease))
-	{
-		/* an earlier lease's of the name */
-		tenure_keeper_let_go(lease);
-		changed = true;
-	}
-	else if (lease->lock_held && !lease->lock_wanted)
-	{
-		if (!let_go && now < lease->lock_linger_mono &&
-			tenure_shared->keeper_nlinger < TENURE_LOCK_LINGER_MAX &&
-			!tenure_lock_table_tight())
-		{
-			*linger = lease->lock_linger_mono;
-			tenure_shared->keeper_nlinger++;
-		}
-		else
-		{
-			tenure_keeper_let_go(lease);
-			changed = true;
-		}
-	}
-
-	if (lease->lock_wanted && !lease->lock_held && !lease->lock_failed)
-	{
-		LockAcquireResult r = LOCKACQUIRE_NOT_AVAIL;
-		bool		room = true;
-
-		/*
-		 * A new tenure's lock only while the table keeps TENURE_LOCK_ROOM
-		 * spare, so that new connections and COMMITs still find room;
-		 * first make room from locks nobody wants.  A held tenure's lock
-		 * (the keeper restarted) is taken back whatever the room.
-		 */
-		if (lease->state != TENURE_HELD && tenure_lock_table_tight())
-		{
-			/*
-			 * Look again after letting go, even of nothing: locks this
-			 * pass let go of earlier (released leases ahead in the queue)
-			 * may have made the room already.
-			 */
-			(void) tenure_keeper_let_go_all();
-			room = !tenure_lock_table_tight();
-		}
-		if (room)
-		{
-			r = tenure_lock_try(&tag, ExclusiveLock, true);
-			/* a full lock table: first make room from locks nobody wants */
-			if (r == LOCKACQUIRE_NOT_AVAIL && tenure_keeper_let_go_all())
-				r = tenure_lock_try(&tag, ExclusiveLock, true);
-		}
-		if (r != LOCKACQUIRE_NOT_AVAIL)
-		{
-			lease->lock_held = true;
-			lease->held_tag = tag;
-			tenure_pass_took = true;
-			tenure_pass_tight = -1;		/* one entry less spare */
-		}
-		else if (lease->state == TENURE_HELD)
-		{
-			/* we lost it while we were away: the tenure is over */
-			tenure_end(lease, TENURE_END_REVOKED, now);
-			if (*nrevoked < maxrevoked)
-			{
-				revoked[*nrevoked].key = lease->key;
-				revoked[*nrevoked].epoch = lease->ended_epoch;
-			}
-			(*nrevoked)++;
-		}
-		else
-		{
-			lease->lock_no_memory = !room || tenure_lock_table_full();
-			lease->lock_failed = true;
-			lease->lock_wanted = false;
-		}
-		changed = true;
-	}
-	return changed;
-}
-
-/*
- * One pass of the keeper (see tenure_keeper_tend() for its work on an
- * entry).  It looks only at the entries backends queued for it, unless
- * the queue overflowed, the keeper just started, a held tenure may have
- * expired (keeper_due_mono), or a backend needs a slot that a lingering
- * lock keeps (keeper_let_go): then it looks at every entry and finds the
- * next earliest expiry.  So an idle keeper costs nothing per lease, and
- * one acquisition costs it one entry, however many leases there are.
- * Entries whose lock lingers stay queued.  Returns when the keeper must
- * look again at the latest: the earliest of "next", keeper_due_mono and
- * the lingering locks' ends.  (Entries of dropped leases stay until their
- * slot is needed: they remember the name's latest epoch.)
- */
-int64
-tenure_state_keeper_pass(int64 now, int64 next, TenureRevoked *revoked,
-						 int maxrevoked, int *nrevoked)
-{
-	static TenureKey work[TENURE_KEEPER_QUEUE];
-	TenureLease *lease;
-	bool		changed = false;
-	bool		let_go;
-	int64		linger;
-	int64		linger_next = PG_INT64_MAX;
-
-	*nrevoked = 0;
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	let_go = tenure_shared->keeper_let_go;
-	tenure_shared->keeper_let_go = false;
-	tenure_shared->keeper_urgent = false;
-	/* counted again: the locks this pass keeps */
-	tenure_shared->keeper_nlinger = 0;
-	tenure_pass_tight = -1;
-	tenure_pass_took = false;
-	if (tenure_shared->keeper_scan || let_go ||
-		now >= tenure_shared->keeper_due_mono)
-	{
-		HASH_SEQ_STATUS scan;
-		int64		due = PG_INT64_MAX;
-
-		/* the queue's entries are all looked at below */
-		tenure_shared->keeper_nqueued = 0;
-		tenure_shared->keeper_scan = false;
-		hash_seq_init(&scan, tenure_leases);
-		while ((lease = hash_seq_search(&scan)) != NULL)
-		{
-			lease->keeper_queued = false;
-			changed |= tenure_keeper_tend(lease, now, let_go, revoked,
-										  maxrevoked, nrevoked, &linger);
-			/*
-			 * (A tenure being handed over or claimed does not expire until
-			 * the handoff or claim commits, perhaps after a synchronous
-			 * replication wait; its publication or cancellation sets the
-			 * keeper's next look.)
-			 */
-			if (lease->state == TENURE_HELD && !tenure_change_committing(lease))
-				due = Min(due, tenure_expiry(lease));
-			if (linger != 0)
-			{
-				tenure_keeper_requeue(lease);
-				linger_next = Min(linger_next, linger);
-			}
-		}
-		tenure_shared->keeper_due_mono = due;
-	}
-	else
-	{
-		int			nwork = tenure_shared->keeper_nqueued;
-		int			i;
-
-		/* entries whose lock lingers go back into the queue */
-		memcpy(work, tenure_shared->keeper_queue, nwork * sizeof(TenureKey));
-		tenure_shared->keeper_nqueued = 0;
-		for (i = 0; i < nwork; i++)
-		{
-			lease = tenure_find(&work[i]);
-			if (lease == NULL)
-				continue;
-			lease->keeper_queued = false;
-			changed |= tenure_keeper_tend(lease, now, false, revoked,
-										  maxrevoked, nrevoked, &linger);
-			if (linger != 0)
-			{
-				tenure_keeper_requeue(lease);
-				linger_next = Min(linger_next, linger);
-			}
-		}
-	}
-	/* locks taken after others were kept lingering may have filled it */
-	if (tenure_pass_took && tenure_shared->keeper_nlinger > 0)
-	{
-		tenure_pass_tight = -1;
-		if (tenure_lock_table_tight() && tenure_keeper_let_go_all())
-		{
-			tenure_shared->keeper_nlinger = 0;
-			changed = true;
-		}
-	}
-	/* work queued during this pass (an expiry's) is not urgent: it was done */
-	tenure_shared->keeper_urgent = false;
-	next = Min(next, tenure_shared->keeper_due_mono);
-	next = Min(next, linger_next);
-	tenure_shared->keeper_sleep_until = next;
-	tenure_shared->keeper_wake = false;
-	LWLockRelease(tenure_shared->lock);
-
-	if (changed)
-		tenure_changed(false);
-	return next;
-}
-
-/* ---------------------------------------------------------------------
- * The history writer's work (history.c)
- * ---------------------------------------------------------------------
- */
-
-/*
- * The keeper's question: which run of the history writer to start now.
- * Returns true with *dbid (InvalidOid: list the databases, from *after
- * on) when one is due; otherwise false, with *due the time one will be
- * (0: none).
- */
-bool
-tenure_state_history_job(int64 now, Oid *dbid, Oid *after, int64 *due)
-{
-	bool		job = false;
-
-	*dbid = InvalidOid;
-	*after = InvalidOid;
-	*due = 0;
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	if (tenure_shared->history_list || tenure_shared->history_ndbs > 0)
-	{
-		if (now < tenure_shared->history_due_mono)
-			*due = tenure_shared->history_due_mono;
-		else if (tenure_shared->history_ndbs > 0)
-		{
-			/* the queued databases first: a listing adds only what fits */
-			*dbid = tenure_shared->history_dbs[0];
-			tenure_shared->history_dbs[0] =
-				tenure_shared->history_dbs[--tenure_shared->history_ndbs];
-			job = true;
-		}
-		else
-		{
-			*after = tenure_shared->history_list_after;
-			tenure_shared->history_list = false;
-			job = true;
-		}
-		if (tenure_shared->history_ndbs == 0 && !tenure_shared->history_list)
-			tenure_shared->history_due_mono = 0;
-	}
-	LWLockRelease(tenure_shared->lock);
-	return job;
-}
-
-/*
- * A run of the history writer could not start (no free background worker
- * slot): try the database again at "retry" (InvalidOid: the list).
- */
-void
-tenure_state_history_retry(Oid dbid, Oid after, int64 retry)
-{
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	if (OidIsValid(dbid))
-		tenure_history_due(dbid, retry - TENURE_HISTORY_DELAY_US);
-	else
-	{
-		tenure_shared->history_list = true;
-		tenure_shared->history_list_after = after;
-		if (tenure_shared->history_due_mono == 0 ||
-			retry < tenure_shared->history_due_mono)
-			tenure_shared->history_due_mono = retry;
-	}
-	LWLockRelease(tenure_shared->lock);
-}
-
-/*
- * The listing run found these databases (in increasing OID order); if
- * there were more than fit, it lists again from the last one given.
- */
-void
-tenure_state_history_add_dbs(const Oid *dbids, int n, bool more)
-{
-	int			i;
-	int64		now = tenure_mono_now();
-
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	/* as many as the queue has room for; the listing goes on after them */
-	for (i = 0; i < n && tenure_shared->history_ndbs < TENURE_HISTORY_DBS; i++)
-		tenure_history_due(dbids[i], now - TENURE_HISTORY_DELAY_US);
-	if ((more || i < n) && i > 0)
-	{
-		tenure_shared->history_list = true;
-		tenure_shared->history_list_after = dbids[i - 1];
-	}
-	else if (more || i < n)
-	{
-		/* no room at all: list again from here once the queue drained */
-		tenure_shared->history_list = true;
-	}
-	LWLockRelease(tenure_shared->lock);
-	tenure_wake_keeper();
-}
-
-/*
- * Room the listing run has for databases before it must stop.
- */
-int
-tenure_state_history_room(void)
-{
-	return TENURE_HISTORY_DBS;
-}
-
-static bool
-tenure_ended_copy(TenureLease *lease, void *elem, void *arg)
-{
-	TenureEnded *e = elem;
-
-	if (lease->ended_reason == TENURE_END_NONE)
-		return false;
-	e->key = lease->key;
-	e->epoch = lease->ended_epoch;
-	e->reason = tenure_end_reason_name(lease->ended_reason);
-	e->ended = lease->ended_wall;
-	return true;
-}
-
-/*
- * The ends of tenures of database dbid not yet in the history; a palloc'd
- * array of *count elements.
- */
-TenureEnded *
-tenure_state_history_pending(Oid dbid, int *count)
-{
-	return tenure_copy_entries(dbid, sizeof(TenureEnded), tenure_ended_copy,
-							   NULL, NULL, count);
-}
-
-/*
- * The end of the lease's tenure at "epoch" is in the history (its
- * transaction committed): nothing left to write, unless another tenure
- * has ended since.
- */
-void
-tenure_state_history_written(const TenureKey *key, int64 epoch)
-{
-	TenureLease *lease;
-
-	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
-	lease = tenure_find(key);
-	if (lease != NULL && lease->ended_reason != TENURE_END_NONE &&
-		lease->ended_epoch == epoch)
-		lease->ended_reason = TENURE_END_NONE;
-	LWLockRelease(tenure_shared->lock);
-}
-
-/*
- * Notifications go only where somebody listens.
- *
- * Every transaction that sends a NOTIFY commits under one lock of the
- * whole cluster (PostgreSQL's PreCommit_Notify()), which serializes the
- * commits of concurrent acquisitions and releases.  So a transaction that
- * changed a lease notifies only if some backend of its database has run
- * LISTEN tenure (and not yet exited): tenure_state_notify_needed() at its
- * PRE_COMMIT.  A backend counts as listening from its first LISTEN tenure
- * until it exits, also after UNLISTEN: a notification too many is
- * harmless, one too few is not.
- *
- * The race to close: a notifier decides at PRE_COMMIT that nobody listens,
- * a listener then runs LISTEN, commits it and reads the lease, all before
- * the notifier's commit is visible, and so misses the change for good.
- * Both sides write their own word first and then read the other's, with a
- * full barrier between (Dekker): the notifier publishes a nonzero quiet
- * value, then reads the listeners; the listener publishes its database,
- * then reads every quiet value.  At least one of them sees the other.  If
- * the notifier sees the listener, it notifies.  Otherwise the listener
- * sees the notifier quiet and waits, before its LISTEN goes on, until that
- * transaction has ended (tenure_state_notify_done(), in the COMMIT
- * callback, after the commit became visible and its changes were
- * published to the lease table; or at abort, or exit): its next read
- * shows the change.  Only quiet commits of the listener's database are
- * waited for.  A quiet window lasts from PRE_COMMIT to
- * COMMIT, microseconds unless the commit waits for a synchronous standby.
- */
-
-static bool tenure_listen_registered = false;
-static bool tenure_listen_ready = false;	/* counted, and waited once */
-static bool tenure_quiet = false;
-static uint32 tenure_quiet_count = 0;
-
-static void
-tenure_listen_exit(int code, Datum arg)
-{
-	int			slot = TENURE_MY_SLOT();
-
-	if (slot < 0 || slot >= MaxBackends || tenure_listen_slots == NULL)
-		return;
-	pg_atomic_write_u64(&tenure_listen_slots[slot].quiet, 0);
-	tenure_quiet = false;
-	if (pg_atomic_read_u32(&tenure_listen_slots[slot].listen_db) != InvalidOid)
-	{
-		pg_atomic_write_u32(&tenure_listen_slots[slot].listen_db, InvalidOid);
-		pg_atomic_fetch_sub_u32(&tenure_shared->listeners, 1);
-	}
-}
-
-static void
-tenure_listen_register_exit(void)
-{
-	if (!tenure_listen_registered)
-	{
-		before_shmem_exit(tenure_listen_exit, (Datum) 0);
-		tenure_listen_registered = true;
-	}
-}
-
-/*
- * PRE_COMMIT of a transaction with notifications to send: whether a
- * backend of this database listens.  If not, this backend stays quiet
- * until tenure_state_notify_done().
- */
-bool
-tenure_state_notify_needed(void)
-{
-	int			slot = TENURE_MY_SLOT();
-	uint64		quiet;
-	int			i;
-
-	if (slot < 0 || slot >= MaxBackends || tenure_listen_slots == NULL)
-		return true;
-	tenure_listen_register_exit();
-
-	/* unique while we live: a listener waits until it changes */
-	quiet = ((uint64) MyProcPid << 32) | ++tenure_quiet_count;
-	if ((uint32) quiet == 0)
-		quiet = ((uint64) MyProcPid << 32) | ++tenure_quiet_count;
-	tenure_quiet = true;
-	pg_atomic_write_u32(&tenure_listen_slots[slot].quiet_db, MyDatabaseId);
-	(void) pg_atomic_exchange_u64(&tenure_listen_slots[slot].quiet, quiet);	/* full barrier */
-
-	if (pg_atomic_read_u32(&tenure_shared->listeners) > 0)
-	{
-		for (i = 0; i < MaxBackends; i++)
-		{
-			if (pg_atomic_read_u32(&tenure_listen_slots[i].listen_db) == MyDatabaseId)
-			{
-				tenure_state_notify_done();
-				return true;
-			}
-		}
-	}
-	return false;
-}
-
-/*
- * The transaction that stayed quiet has ended (COMMIT or abort callback):
- * listeners waiting for it go on.
- */
-void
-tenure_state_notify_done(void)
-{
-	int			slot = TENURE_MY_SLOT();
-
-	if (!tenure_quiet)
-		return;
-	tenure_quiet = false;
-	/* a full barrier: what the transaction published comes first */
-	(void) pg_atomic_exchange_u64(&tenure_listen_slots[slot].quiet, 0);
-}
-
-/*
- * This backend runs LISTEN tenure: from now on, transactions of its
- * database notify.  The first time, wait until every transaction that
- * decided to stay quiet before we were counted has ended.  (If that wait
- * is cancelled, the next LISTEN waits again.)
- */
-void
-tenure_state_listening(void)
-{
-	int			slot = TENURE_MY_SLOT();
-	uint64	   *seen;
-	int			i;
-
-	if (tenure_listen_ready || slot < 0 || slot >= MaxBackends ||
-		tenure_listen_slots == NULL || !OidIsValid(MyDatabaseId))
-		return;
-	tenure_listen_register_exit();
-
-	if (pg_atomic_read_u32(&tenure_listen_slots[slot].listen_db) != MyDatabaseId)
-	{
-		pg_atomic_write_u32(&tenure_listen_slots[slot].listen_db, MyDatabaseId);
-		(void) pg_atomic_fetch_add_u32(&tenure_shared->listeners, 1);	/* full barrier */
-	}
-	else
-		pg_memory_barrier();
-
-	/* quiet commits of this database (quiet_db was written before quiet) */
-	seen = palloc(sizeof(uint64) * MaxBackends);
-	for (i = 0; i < MaxBackends; i++)
-	{
-		seen[i] = (i == slot) ? 0 : pg_atomic_read_u64(&tenure_listen_slots[i].quiet);
-		pg_read_barrier();
-		if (seen[i] != 0 &&
-			pg_atomic_read_u32(&tenure_listen_slots[i].quiet_db) != MyDatabaseId)
-			seen[i] = 0;
-	}
-	for (i = 0; i < MaxBackends; i++)
-	{
-		while (seen[i] != 0 &&
-			   pg_atomic_read_u64(&tenure_listen_slots[i].quiet) == seen[i])
-		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 1L, TENURE_WAIT_EVENT);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
-	pfree(seen);
-	tenure_listen_ready = true;
 }

@@ -14,7 +14,9 @@
  * At XACT_EVENT_COMMIT, after the commit record is flushed and the
  * transaction is visible, the actions are published to the lease table.
  * That callback runs after the point of no return: it takes the LWLock,
- * copies a few fields and broadcasts, and nothing in it can fail.
+ * copies a few fields and broadcasts, and nothing in it can fail
+ * (src/README, F8).  The copying runs in a critical section, so that an
+ * assertion build catches any allocation there.
  *
  * An acquisition reserves its lease for at most the lease's ttl (see
  * state.c).  At PRE_COMMIT, before the commit record, a transaction whose
@@ -77,7 +79,7 @@ static List *tenure_actions = NIL;
 
 /*
  * Notifications on channel "tenure" of the current transaction, sent at
- * PRE_COMMIT if a backend of the database listens (state.c,
+ * PRE_COMMIT if a backend of the database listens (state_notify.c,
  * tenure_state_notify_needed()), in the order they were made.
  */
 typedef struct TenureNote
@@ -354,12 +356,51 @@ tenure_txn_check_not_pinned(const TenureKey *key)
 }
 
 /*
+ * Raise the error of an action (a release, claim or handoff, by kind) of
+ * lease "name" in the transaction that handed it over to successor.
+ */
+static void
+tenure_txn_handed_error(TenureActionKind kind, const char *name,
+						const char *successor)
+{
+	switch (kind)
+	{
+		case TENURE_ACT_RELEASE:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot release lease \"%s\" in the transaction that handed it over",
+							name),
+					 errdetail("The lease goes to \"%s\" when the transaction commits.",
+							   successor)));
+			break;
+		case TENURE_ACT_CLAIM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot claim an epoch of lease \"%s\" in the transaction that handed it over",
+							name),
+					 errdetail("The lease goes to \"%s\" when the transaction commits.",
+							   successor)));
+			break;
+		case TENURE_ACT_HANDOFF:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot hand over lease \"%s\" in the transaction that handed it over",
+							name),
+					 errdetail("The lease goes to \"%s\" when the transaction commits.",
+							   successor)));
+			break;
+		default:
+			elog(ERROR, "unexpected lease action %d", (int) kind);
+	}
+}
+
+/*
  * Fail if this transaction handed the lease over: the tenure it would
- * claim, release or hand over again is no longer the holder's once the
- * transaction commits.
+ * claim, release or hand over again (kind: TENURE_ACT_CLAIM, _RELEASE or
+ * _HANDOFF) is no longer the holder's once the transaction commits.
  */
 void
-tenure_txn_check_not_handed(const TenureKey *key, const char *what)
+tenure_txn_check_not_handed(const TenureKey *key, TenureActionKind kind)
 {
 	ListCell   *lc;
 
@@ -369,12 +410,7 @@ tenure_txn_check_not_handed(const TenureKey *key, const char *what)
 
 		if (act->kind == TENURE_ACT_HANDOFF &&
 			memcmp(&act->key, key, sizeof(TenureKey)) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot %s lease \"%s\" in the transaction that handed it over",
-							what, key->name),
-					 errdetail("The lease goes to \"%s\" when the transaction commits.",
-							   act->successor)));
+			tenure_txn_handed_error(kind, key->name, act->successor);
 	}
 }
 
@@ -417,7 +453,8 @@ tenure_txn_drop_database_leases(Oid dbid)
 
 /*
  * Undo an acquisition that will not commit: give the reservation back.
- * Between tenure_state_begin_update() and _end_update().  Cannot fail.
+ * Between tenure_state_begin_update() and _end_update().  Cannot fail
+ * (src/README, F8).
  */
 static bool
 tenure_txn_cancel(TenureAction *act)
@@ -435,7 +472,7 @@ tenure_txn_cancel(TenureAction *act)
 
 /*
  * Publish a committed action.  Between tenure_state_begin_update() and
- * _end_update().  Cannot fail.
+ * _end_update(), in a critical section.  Cannot fail (src/README, F8).
  */
 static void
 tenure_txn_publish(TenureAction *act, int64 now)
@@ -524,6 +561,61 @@ tenure_txn_check_claim(const TenureAction *act)
 }
 
 /*
+ * Raise the error of a handoff() of lease "name" from holder to successor
+ * that a check refused: tenure_state_handoff_check() when handoff() is
+ * called (at_commit false), or tenure_state_handoff_commit() at its
+ * PRE_COMMIT (at_commit true), where the error aborts the transaction
+ * before its commit record, and nothing of the handoff is committed
+ * (src/README, F7, F10).  Returns if check is TENURE_HANDOFF_OK.
+ */
+void
+tenure_txn_handoff_refused(TenureHandoffCheck check, const char *name,
+						   const char *holder, const char *successor,
+						   bool at_commit)
+{
+	switch (check)
+	{
+		case TENURE_HANDOFF_OK:
+			break;
+		case TENURE_HANDOFF_NOT_HOLDER:
+			if (at_commit)
+				ereport(ERROR,
+						(errcode(ERRCODE_TENURE_LEASE_HELD),
+						 errmsg("handoff of lease \"%s\" by \"%s\" failed: its tenure ended before the transaction committed",
+								name, holder),
+						 errdetail("A handoff commits only within its holder's live tenure; this one expired or ended while the transaction ran. Nothing of the handoff is committed."),
+						 errhint("Commit handoffs within the ttl, or acquire the lease again and hand it over in a new transaction.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_TENURE_LEASE_HELD),
+					 errmsg("\"%s\" does not hold lease \"%s\"", holder, name),
+					 errhint("Only the current holder of a lease can hand it over, once its tenure has committed.")));
+			break;
+		case TENURE_HANDOFF_BUSY:
+			if (at_commit)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("handoff of lease \"%s\" failed: another handoff of it is committing",
+								name)));
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("lease \"%s\" is being handed over already", name)));
+			break;
+		case TENURE_HANDOFF_NOT_WAITING:
+			if (at_commit)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("handoff of lease \"%s\" failed: \"%s\" stopped waiting for it",
+								name, successor),
+						 errdetail("The successor must be waiting in tenure.acquire(..., wait => ...) until the handoff commits.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("\"%s\" is not waiting for lease \"%s\"", successor, name),
+					 errhint("The successor must be waiting in tenure.acquire(..., wait => ...) for the lease.")));
+			break;
+	}
+}
+
+/*
  * PRE_COMMIT of a handoff(): the holder must still hold the tenure it had,
  * and the successor still wait; then the handoff is committing (see
  * tenure_state_handoff_commit()).  An ERROR here aborts the transaction,
@@ -532,33 +624,13 @@ tenure_txn_check_claim(const TenureAction *act)
 static void
 tenure_txn_check_handoff(const TenureAction *act)
 {
-	switch (tenure_state_handoff_commit(&act->key, act->holder, act->successor,
-										act->old_epoch, act->session_bound))
-	{
-		case TENURE_HANDOFF_OK:
-			break;
-		case TENURE_HANDOFF_NOT_HOLDER:
-			ereport(ERROR,
-					(errcode(ERRCODE_TENURE_LEASE_HELD),
-					 errmsg("handoff of lease \"%s\" by \"%s\" failed: its tenure ended before the transaction committed",
-							act->key.name, act->holder),
-					 errdetail("A handoff commits only within its holder's live tenure; this one expired or ended while the transaction ran. Nothing of the handoff is committed."),
-					 errhint("Commit handoffs within the ttl, or acquire the lease again and hand it over in a new transaction.")));
-			break;
-		case TENURE_HANDOFF_BUSY:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("handoff of lease \"%s\" failed: another handoff of it is committing",
-							act->key.name)));
-			break;
-		case TENURE_HANDOFF_NOT_WAITING:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("handoff of lease \"%s\" failed: \"%s\" stopped waiting for it",
-							act->key.name, act->successor),
-					 errdetail("The successor must be waiting in tenure.acquire(..., wait => ...) until the handoff commits.")));
-			break;
-	}
+	tenure_txn_handoff_refused(tenure_state_handoff_commit(&act->key,
+														   act->holder,
+														   act->successor,
+														   act->old_epoch,
+														   act->session_bound),
+							   act->key.name, act->holder, act->successor,
+							   true);
 }
 
 /*
@@ -664,14 +736,21 @@ tenure_xact_callback(XactEvent event, void *arg)
 			return;
 		case XACT_EVENT_COMMIT:
 			tenure_fence_reset();
-			tenure_state_waiting_done();
+			(void) tenure_state_stop_waiting(false);
 			if (tenure_actions != NIL)
 			{
 				int64		now = tenure_mono_now();
 
+				/*
+				 * Nothing in between can fail (src/README, F8): an assertion
+				 * build fails at an allocation in the critical section.  It
+				 * ends before end_update writes the LOG lines.
+				 */
+				START_CRIT_SECTION();
 				tenure_state_begin_update();
 				foreach(lc, tenure_actions)
 					tenure_txn_publish(lfirst(lc), now);
+				END_CRIT_SECTION();
 				tenure_state_end_update(true);
 				tenure_actions = NIL;
 			}
@@ -685,7 +764,7 @@ tenure_xact_callback(XactEvent event, void *arg)
 			tenure_state_notify_done();
 			tenure_fence_reset();
 			/* an acquisition that was waiting, interrupted by an error */
-			tenure_state_waiting_done();
+			(void) tenure_state_stop_waiting(false);
 			if (tenure_actions != NIL)
 			{
 				tenure_state_begin_update();
@@ -713,7 +792,7 @@ tenure_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 	tenure_fence_subxact(event);
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		tenure_state_waiting_done();
+		(void) tenure_state_stop_waiting(false);
 
 	foreach(lc, tenure_notes)
 	{
