@@ -177,7 +177,7 @@ CREATE FUNCTION tenure.create_lease(lease text, ttl interval DEFAULT '15 s',
 									lock_key bigint DEFAULT NULL,
 									preferred text DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'tenure_create_lease'
+AS 'MODULE_PATHNAME', 'pg_tenure_create_lease'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text) IS
@@ -190,7 +190,7 @@ CREATE FUNCTION tenure.alter_lease(lease text, ttl interval DEFAULT NULL,
 								   preferred text DEFAULT NULL,
 								   reset text[] DEFAULT '{}')
 RETURNS void
-AS 'MODULE_PATHNAME', 'tenure_alter_lease'
+AS 'MODULE_PATHNAME', 'pg_tenure_alter_lease'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.alter_lease(text, interval, interval, bigint, text, text[]) IS
@@ -198,7 +198,7 @@ COMMENT ON FUNCTION tenure.alter_lease(text, interval, interval, bigint, text, t
 
 CREATE FUNCTION tenure.set_preferred(lease text, preferred text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'tenure_set_preferred'
+AS 'MODULE_PATHNAME', 'pg_tenure_set_preferred'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.set_preferred(text, text) IS
@@ -206,7 +206,7 @@ COMMENT ON FUNCTION tenure.set_preferred(text, text) IS
 
 CREATE FUNCTION tenure.drop_lease(lease text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'tenure_drop_lease'
+AS 'MODULE_PATHNAME', 'pg_tenure_drop_lease'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.drop_lease(text) IS
@@ -216,7 +216,7 @@ CREATE FUNCTION tenure.acquire(lease text, holder text,
 							   wait interval DEFAULT '0',
 							   session_bound boolean DEFAULT false)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'tenure_acquire'
+AS 'MODULE_PATHNAME', 'pg_tenure_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.acquire(text, text, interval, boolean) IS
@@ -225,7 +225,7 @@ COMMENT ON FUNCTION tenure.acquire(text, text, interval, boolean) IS
 CREATE FUNCTION tenure.acquire_or_error(lease text, holder text,
 										session_bound boolean DEFAULT false)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'tenure_acquire_or_error'
+AS 'MODULE_PATHNAME', 'pg_tenure_acquire_or_error'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.acquire_or_error(text, text, boolean) IS
@@ -233,14 +233,14 @@ COMMENT ON FUNCTION tenure.acquire_or_error(text, text, boolean) IS
 
 CREATE FUNCTION tenure.renew(lease text, holder text)
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'tenure_renew'
+AS 'MODULE_PATHNAME', 'pg_tenure_renew'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION tenure.renew(text, text) IS
 	'Extend the holder''s tenure to now + ttl; false if it does not hold the lease';
 
 CREATE FUNCTION tenure.release(lease text, holder text)
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'tenure_release'
+AS 'MODULE_PATHNAME', 'pg_tenure_release'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.release(text, text) IS
@@ -248,14 +248,14 @@ COMMENT ON FUNCTION tenure.release(text, text) IS
 
 CREATE FUNCTION tenure.leader_is(lease text, holder text)
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'tenure_leader_is'
+AS 'MODULE_PATHNAME', 'pg_tenure_leader_is'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION tenure.leader_is(text, text) IS
 	'True iff the holder holds a live, active tenure of the lease (shared memory only)';
 
 CREATE FUNCTION tenure.current_epoch(lease text)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'tenure_current_epoch'
+AS 'MODULE_PATHNAME', 'pg_tenure_current_epoch'
 LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.current_epoch(text) IS
@@ -263,7 +263,7 @@ COMMENT ON FUNCTION tenure.current_epoch(text) IS
 
 CREATE FUNCTION tenure.claim_epoch(lease text, holder text)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'tenure_claim_epoch'
+AS 'MODULE_PATHNAME', 'pg_tenure_claim_epoch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.claim_epoch(text, text) IS
@@ -271,7 +271,7 @@ COMMENT ON FUNCTION tenure.claim_epoch(text, text) IS
 
 CREATE FUNCTION tenure.handoff(lease text, holder text, successor text)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'tenure_handoff'
+AS 'MODULE_PATHNAME', 'pg_tenure_handoff'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.handoff(text, text, text) IS
@@ -283,7 +283,7 @@ CREATE FUNCTION tenure.await_change(lease text, known_epoch bigint,
 									OUT changed boolean, OUT holder text,
 									OUT epoch bigint)
 RETURNS record
-AS 'MODULE_PATHNAME', 'tenure_await_change'
+AS 'MODULE_PATHNAME', 'pg_tenure_await_change'
 LANGUAGE C VOLATILE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.await_change(text, bigint, text, interval) IS
@@ -292,14 +292,14 @@ COMMENT ON FUNCTION tenure.await_change(text, bigint, text, interval) IS
 CREATE FUNCTION tenure.await_active(lease text, holder text,
 									timeout interval DEFAULT '30 s')
 RETURNS boolean
-AS 'MODULE_PATHNAME', 'tenure_await_active'
+AS 'MODULE_PATHNAME', 'pg_tenure_await_active'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION tenure.await_active(text, text, interval) IS
 	'Wait until the holder''s tenure is active (true), or it no longer holds the lease or the timeout passes (false)';
 
 CREATE FUNCTION tenure.shared_memory_bytes()
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'tenure_shared_memory_bytes'
+AS 'MODULE_PATHNAME', 'pg_tenure_shared_memory_bytes'
 LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION tenure.shared_memory_bytes() IS
 	'Bytes of shared memory pg_tenure reserved at server start (grows with tenure.max_leases)';
@@ -311,7 +311,7 @@ CREATE FUNCTION tenure._lease_state(
 	OUT active_from timestamptz, OUT holder_pid integer,
 	OUT lock_held boolean, OUT transitions bigint, OUT holder_role regrole)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'tenure_lease_state'
+AS 'MODULE_PATHNAME', 'pg_tenure_lease_state'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION tenure._lease_state() IS
 	'Shared-memory state of this database''s leases (internal; use tenure.leases)';
@@ -356,7 +356,7 @@ CREATE FUNCTION tenure._lease_stats(
 	OUT waiters integer, OUT last_change timestamptz,
 	OUT last_handover_gap interval)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'tenure_lease_stats'
+AS 'MODULE_PATHNAME', 'pg_tenure_lease_stats'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION tenure._lease_stats() IS
 	'Counters of this database''s leases in shared memory (internal; use tenure.lease_stats)';
@@ -386,7 +386,7 @@ GRANT SELECT ON tenure.lease_stats TO PUBLIC;
 
 CREATE FUNCTION tenure.stats_reset(lease text DEFAULT NULL)
 RETURNS void
-AS 'MODULE_PATHNAME', 'tenure_stats_reset'
+AS 'MODULE_PATHNAME', 'pg_tenure_stats_reset'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tenure.stats_reset(text) IS
 	'Zero the counters of tenure.lease_stats for one lease of this database, or all (NULL)';
@@ -396,7 +396,7 @@ CREATE FUNCTION tenure._waiters(
 	OUT lease text, OUT holder text, OUT session_bound boolean,
 	OUT pid integer, OUT since timestamptz, OUT handed boolean)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'tenure_waiters'
+AS 'MODULE_PATHNAME', 'pg_tenure_waiters'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION tenure._waiters() IS
 	'Sessions waiting in acquire in this database (internal; use tenure.waiters)';
@@ -414,28 +414,28 @@ GRANT SELECT ON tenure.waiters TO PUBLIC;
 
 CREATE FUNCTION tenure.fence_trigger()
 RETURNS trigger
-AS 'MODULE_PATHNAME', 'tenure_fence_trigger'
+AS 'MODULE_PATHNAME', 'pg_tenure_fence_trigger'
 LANGUAGE C;
 COMMENT ON FUNCTION tenure.fence_trigger() IS
 	'Statement trigger of fenced tables: rejects writes without the lease''s current epoch';
 
 CREATE FUNCTION tenure.fence_apply_trigger()
 RETURNS trigger
-AS 'MODULE_PATHNAME', 'tenure_fence_apply_trigger'
+AS 'MODULE_PATHNAME', 'pg_tenure_fence_apply_trigger'
 LANGUAGE C;
 COMMENT ON FUNCTION tenure.fence_apply_trigger() IS
 	'Row trigger of fenced tables, enabled REPLICA: rejects logical replication apply, which fires no statement triggers and presents no epoch';
 
 CREATE FUNCTION tenure.present(lease text, epoch bigint, is_local boolean DEFAULT false)
 RETURNS void
-AS 'MODULE_PATHNAME', 'tenure_present'
+AS 'MODULE_PATHNAME', 'pg_tenure_present'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION tenure.present(text, bigint, boolean) IS
 	'Present a fencing token (lease, epoch) for the transaction (is_local) or the session, by setting tenure.tokens';
 
 CREATE FUNCTION tenure.fence_table(tbl regclass, lease text)
 RETURNS void
-AS 'MODULE_PATHNAME', 'tenure_fence_table'
+AS 'MODULE_PATHNAME', 'pg_tenure_fence_table'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.fence_table(regclass, text) IS
@@ -443,7 +443,7 @@ COMMENT ON FUNCTION tenure.fence_table(regclass, text) IS
 
 CREATE FUNCTION tenure.unfence_table(tbl regclass)
 RETURNS void
-AS 'MODULE_PATHNAME', 'tenure_unfence_table'
+AS 'MODULE_PATHNAME', 'pg_tenure_unfence_table'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION tenure.unfence_table(regclass) IS
@@ -451,7 +451,7 @@ COMMENT ON FUNCTION tenure.unfence_table(regclass) IS
 
 CREATE FUNCTION tenure._fence_ddl()
 RETURNS event_trigger
-AS 'MODULE_PATHNAME', 'tenure_fence_ddl'
+AS 'MODULE_PATHNAME', 'pg_tenure_fence_ddl'
 LANGUAGE C;
 COMMENT ON FUNCTION tenure._fence_ddl() IS
 	'Event trigger: checks DDL that changes a fenced table''s rows (ALTER TABLE that adds, drops or retypes a column or attaches or detaches a table, rewrites, DROP) as a write to it, forgets fenced tables that are dropped, keeps partition and inheritance trees fenced whole by one lease, refuses fenced tables as logical replication targets, refuses to disable, replace or drop fence triggers';

@@ -326,7 +326,7 @@ proctype Client(byte i; byte nops; bool writer)
 	bool	has_tk, needsync, ok;
 
 	do
-	/* acquire(): acquire.c, tenure_acquire_tenure().  The client sent the
+	/* acquire(): acquire.c, tenure_acquire_lease().  The client sent the
 	 * call at the latest when the server reads its clock: that is when its
 	 * belief may last longest. */
 	:: atomic {
@@ -458,7 +458,7 @@ acq_done:
 	/* a fenced write under the client's token */
 	:: fenced_write(ops < nops && has_tk && writer, ops, tk, ok)
 
-		/* release(): lease.c, tenure_release(): the row lock and
+		/* release(): lease.c, pg_tenure_release(): the row lock and
 		 * tenure_state_held_epoch(); at COMMIT the history row is closed
 		 * and tenure_state_publish_release() ends the tenure.  The client
 		 * stops acting first. */
@@ -494,7 +494,7 @@ acq_done:
 
 /* ------------------------------------------------------------------ */
 /* The claimer: a second backend of holder 0 (a restarted writer) claims a
- * new epoch while holder 0 holds the lease (lease.c, tenure_claim_epoch).
+ * new epoch while holder 0 holds the lease (lease.c, pg_tenure_claim_epoch).
  * Client 0 learns the claimed epoch through acquire's renewal. */
 active proctype Claimer()
 {

@@ -238,8 +238,8 @@ tenure_end_abandoned(const char *name, const TenureAbandoned *abandoned,
  * else (*busy says by whom).  The caller checked that this is a primary.
  */
 int64
-tenure_acquire_tenure(const char *name, const char *holder, int64 wait_us,
-					  bool session_bound, TenureBusy *busy, bool *started)
+tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
+					 bool session_bound, TenureBusy *busy, bool *started)
 {
 	TenureSpi	spi;
 	TenureRow	row;

@@ -72,8 +72,8 @@
 
 #include "pg_tenure.h"
 
-PG_FUNCTION_INFO_V1(tenure_fence_trigger);
-PG_FUNCTION_INFO_V1(tenure_present);
+PG_FUNCTION_INFO_V1(pg_tenure_fence_trigger);
+PG_FUNCTION_INFO_V1(pg_tenure_present);
 
 /* A lease whose fence this transaction must pass or hold at commit. */
 typedef struct TenureFenceUse
@@ -827,7 +827,7 @@ tenure_fence_reset(void)
  * STATEMENT on INSERT, UPDATE, DELETE and TRUNCATE of a fenced table.
  */
 Datum
-tenure_fence_trigger(PG_FUNCTION_ARGS)
+pg_tenure_fence_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	const char *lease;
@@ -872,7 +872,7 @@ tenure_fence_trigger(PG_FUNCTION_ARGS)
  * transaction (is_local) or the session.
  */
 Datum
-tenure_present(PG_FUNCTION_ARGS)
+pg_tenure_present(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	int64		epoch;
@@ -919,7 +919,7 @@ tenure_present(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-PG_FUNCTION_INFO_V1(tenure_fence_apply_trigger);
+PG_FUNCTION_INFO_V1(pg_tenure_fence_apply_trigger);
 
 /*
  * Trigger function tenure.fence_apply_trigger(lease): AFTER ... FOR EACH
@@ -935,7 +935,7 @@ PG_FUNCTION_INFO_V1(tenure_fence_apply_trigger);
  * rows like the apply worker does is checked too.
  */
 Datum
-tenure_fence_apply_trigger(PG_FUNCTION_ARGS)
+pg_tenure_fence_apply_trigger(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	const char *lease;

@@ -41,10 +41,10 @@
 
 #include "pg_tenure.h"
 
-PG_FUNCTION_INFO_V1(tenure_fence_ddl);
+PG_FUNCTION_INFO_V1(pg_tenure_fence_ddl);
 
 /*
- * The fence of a partition or inheritance edge, read by tenure_fence_ddl().
+ * The fence of a partition or inheritance edge, read by pg_tenure_fence_ddl().
  */
 typedef struct TenureFenceEdge
 {
@@ -110,7 +110,7 @@ tenure_fence_ddl_other_parents(const TenureFenceEdge *edge)
 }
 
 /*
- * Keep every tree whole after DDL (see tenure_fence_ddl()): fence unfenced
+ * Keep every tree whole after DDL (see pg_tenure_fence_ddl()): fence unfenced
  * children of fenced tables with the parent's lease, level by level, and
  * raise an ERROR, aborting the DDL, for what cannot be fixed.
  */
@@ -867,7 +867,7 @@ tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree)
  * this trigger).
  */
 Datum
-tenure_fence_ddl(PG_FUNCTION_ARGS)
+pg_tenure_fence_ddl(PG_FUNCTION_ARGS)
 {
 	EventTriggerData *trigdata = (EventTriggerData *) fcinfo->context;
 	const char *command;

@@ -64,8 +64,8 @@
 
 #include "pg_tenure.h"
 
-PG_FUNCTION_INFO_V1(tenure_fence_table);
-PG_FUNCTION_INFO_V1(tenure_unfence_table);
+PG_FUNCTION_INFO_V1(pg_tenure_fence_table);
+PG_FUNCTION_INFO_V1(pg_tenure_unfence_table);
 
 /*
  * A table's schema-qualified, quoted name, for messages and DDL.
@@ -82,7 +82,7 @@ tenure_rel_qualified(Oid relid)
  * latest snapshot, not the transaction's: who is fenced must be read as
  * committed now, or a REPEATABLE READ transaction attaching a partition
  * would not see a fence committed after its snapshot was taken (see
- * tenure_fence_table()).  The command counter advances as usual, so the
+ * pg_tenure_fence_table()).  The command counter advances as usual, so the
  * transaction's own changes are seen too.  $1 is an oid, $2 an oid[].
  */
 void
@@ -540,7 +540,7 @@ tenure_fence_foreign_check(const char *sql, Datum tables, bool fencing)
  * way no partition is left unfenced.
  */
 Datum
-tenure_fence_table(PG_FUNCTION_ARGS)
+pg_tenure_fence_table(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	List	   *rels;
@@ -670,7 +670,7 @@ tenure_fence_table(PG_FUNCTION_ARGS)
  * fenced parent, and its partitions or inheritance descendants.
  */
 Datum
-tenure_unfence_table(PG_FUNCTION_ARGS)
+pg_tenure_unfence_table(PG_FUNCTION_ARGS)
 {
 	List	   *rels = tenure_fence_targets(fcinfo);
 	Oid			relid = linitial_oid(rels);

@@ -29,18 +29,18 @@
 
 #include "pg_tenure.h"
 
-PG_FUNCTION_INFO_V1(tenure_create_lease);
-PG_FUNCTION_INFO_V1(tenure_alter_lease);
-PG_FUNCTION_INFO_V1(tenure_drop_lease);
-PG_FUNCTION_INFO_V1(tenure_acquire);
-PG_FUNCTION_INFO_V1(tenure_acquire_or_error);
-PG_FUNCTION_INFO_V1(tenure_renew);
-PG_FUNCTION_INFO_V1(tenure_release);
-PG_FUNCTION_INFO_V1(tenure_leader_is);
-PG_FUNCTION_INFO_V1(tenure_current_epoch);
-PG_FUNCTION_INFO_V1(tenure_claim_epoch);
-PG_FUNCTION_INFO_V1(tenure_handoff);
-PG_FUNCTION_INFO_V1(tenure_set_preferred);
+PG_FUNCTION_INFO_V1(pg_tenure_create_lease);
+PG_FUNCTION_INFO_V1(pg_tenure_alter_lease);
+PG_FUNCTION_INFO_V1(pg_tenure_drop_lease);
+PG_FUNCTION_INFO_V1(pg_tenure_acquire);
+PG_FUNCTION_INFO_V1(pg_tenure_acquire_or_error);
+PG_FUNCTION_INFO_V1(pg_tenure_renew);
+PG_FUNCTION_INFO_V1(pg_tenure_release);
+PG_FUNCTION_INFO_V1(pg_tenure_leader_is);
+PG_FUNCTION_INFO_V1(pg_tenure_current_epoch);
+PG_FUNCTION_INFO_V1(pg_tenure_claim_epoch);
+PG_FUNCTION_INFO_V1(pg_tenure_handoff);
+PG_FUNCTION_INFO_V1(pg_tenure_set_preferred);
 
 /*
  * Queue a NOTIFY on channel "tenure", delivered if the transaction commits
@@ -72,7 +72,7 @@ tenure_notify(const char *event, const char *lease, const char *holder,
  * tenure.create_lease(lease, ttl, holdoff, lock_key)
  */
 Datum
-tenure_create_lease(PG_FUNCTION_ARGS)
+pg_tenure_create_lease(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *preferred = PG_ARGISNULL(4) ? NULL :
@@ -283,7 +283,7 @@ tenure_alter_pin(const char *name, const TenureKey *key, int64 id,
  * lock never moves to another key while it lasts.
  */
 Datum
-tenure_alter_lease(PG_FUNCTION_ARGS)
+pg_tenure_alter_lease(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *preferred = PG_ARGISNULL(4) ? NULL :
@@ -406,7 +406,7 @@ tenure_alter_lease(PG_FUNCTION_ARGS)
  * tenure.drop_lease(lease)
  */
 Datum
-tenure_drop_lease(PG_FUNCTION_ARGS)
+pg_tenure_drop_lease(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	TenureSpi	spi;
@@ -452,9 +452,9 @@ tenure_drop_lease(PG_FUNCTION_ARGS)
  * lease is held by someone else (busy filled in).
  */
 static int64
-tenure_acquire_sql(FunctionCallInfo fcinfo, const char *name,
-				   const char *holder, int64 wait_us, bool session_bound,
-				   TenureBusy *busy)
+tenure_acquire_checked(FunctionCallInfo fcinfo, const char *name,
+					   const char *holder, int64 wait_us, bool session_bound,
+					   TenureBusy *busy)
 {
 	int64		epoch;
 	bool		started;
@@ -466,8 +466,8 @@ tenure_acquire_sql(FunctionCallInfo fcinfo, const char *name,
 	tenure_require_not_trigger(fcinfo);
 	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_txn_check_not_pinned(&key);
-	epoch = tenure_acquire_tenure(name, holder, wait_us, session_bound, busy,
-								  &started);
+	epoch = tenure_acquire_lease(name, holder, wait_us, session_bound, busy,
+								 &started);
 	if (started)
 		tenure_notify("acquired", name, holder, epoch);
 	return epoch;
@@ -481,7 +481,7 @@ tenure_acquire_sql(FunctionCallInfo fcinfo, const char *name,
  * for longer than "wait".
  */
 Datum
-tenure_acquire(PG_FUNCTION_ARGS)
+pg_tenure_acquire(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
@@ -494,8 +494,8 @@ tenure_acquire(PG_FUNCTION_ARGS)
 	tenure_arg_not_null(fcinfo, 3, "session_bound");
 	session_bound = PG_GETARG_BOOL(3);
 
-	epoch = tenure_acquire_sql(fcinfo, name, holder, wait_us, session_bound,
-							   &busy);
+	epoch = tenure_acquire_checked(fcinfo, name, holder, wait_us,
+								   session_bound, &busy);
 	if (epoch == 0)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(epoch);
@@ -509,7 +509,7 @@ tenure_acquire(PG_FUNCTION_ARGS)
  * to start.
  */
 Datum
-tenure_acquire_or_error(PG_FUNCTION_ARGS)
+pg_tenure_acquire_or_error(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
@@ -520,8 +520,8 @@ tenure_acquire_or_error(PG_FUNCTION_ARGS)
 	tenure_arg_not_null(fcinfo, 2, "session_bound");
 	session_bound = PG_GETARG_BOOL(2);
 
-	epoch = tenure_acquire_sql(fcinfo, name, holder, 0, session_bound,
-							   &busy);
+	epoch = tenure_acquire_checked(fcinfo, name, holder, 0, session_bound,
+								   &busy);
 	if (epoch != 0)
 		PG_RETURN_INT64(epoch);
 
@@ -562,7 +562,7 @@ tenure_acquire_or_error(PG_FUNCTION_ARGS)
  * hold the lease (any more).  Shared memory only.
  */
 Datum
-tenure_renew(PG_FUNCTION_ARGS)
+pg_tenure_renew(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
@@ -612,7 +612,7 @@ tenure_renew(PG_FUNCTION_ARGS)
  * needs no hold-off.  False if the holder does not hold the lease.
  */
 Datum
-tenure_release(PG_FUNCTION_ARGS)
+pg_tenure_release(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
@@ -663,7 +663,7 @@ tenure_release(PG_FUNCTION_ARGS)
  * shared memory alone.
  */
 Datum
-tenure_leader_is(PG_FUNCTION_ARGS)
+pg_tenure_leader_is(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
@@ -680,7 +680,7 @@ tenure_leader_is(PG_FUNCTION_ARGS)
  * The lease's latest epoch, from its durable row (works on a standby).
  */
 Datum
-tenure_current_epoch(PG_FUNCTION_ARGS)
+pg_tenure_current_epoch(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	TenureSpi	spi;
@@ -723,7 +723,7 @@ tenure_not_holder(const char *name, const char *holder)
  * (txn.c checks at PRE_COMMIT).
  */
 Datum
-tenure_claim_epoch(PG_FUNCTION_ARGS)
+pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
@@ -784,7 +784,7 @@ tenure_claim_epoch(PG_FUNCTION_ARGS)
  * Anything short of that is an error, and nothing changes.
  */
 Datum
-tenure_handoff(PG_FUNCTION_ARGS)
+pg_tenure_handoff(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
@@ -852,7 +852,7 @@ tenure_handoff(PG_FUNCTION_ARGS)
  * tenure.handoff().
  */
 Datum
-tenure_set_preferred(PG_FUNCTION_ARGS)
+pg_tenure_set_preferred(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *preferred = PG_ARGISNULL(1) ? NULL :

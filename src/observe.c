@@ -35,13 +35,13 @@
 
 #include "pg_tenure.h"
 
-PG_FUNCTION_INFO_V1(tenure_await_active);
-PG_FUNCTION_INFO_V1(tenure_lease_state);
-PG_FUNCTION_INFO_V1(tenure_await_change);
-PG_FUNCTION_INFO_V1(tenure_shared_memory_bytes);
-PG_FUNCTION_INFO_V1(tenure_lease_stats);
-PG_FUNCTION_INFO_V1(tenure_stats_reset);
-PG_FUNCTION_INFO_V1(tenure_waiters);
+PG_FUNCTION_INFO_V1(pg_tenure_await_active);
+PG_FUNCTION_INFO_V1(pg_tenure_lease_state);
+PG_FUNCTION_INFO_V1(pg_tenure_await_change);
+PG_FUNCTION_INFO_V1(pg_tenure_shared_memory_bytes);
+PG_FUNCTION_INFO_V1(pg_tenure_lease_stats);
+PG_FUNCTION_INFO_V1(pg_tenure_stats_reset);
+PG_FUNCTION_INFO_V1(pg_tenure_waiters);
 
 /* how often await_change reads the table during recovery */
 #define TENURE_STANDBY_POLL_MS	100L
@@ -55,7 +55,7 @@ PG_FUNCTION_INFO_V1(tenure_waiters);
  * polling.  Cancellable.
  */
 Datum
-tenure_await_active(PG_FUNCTION_ARGS)
+pg_tenure_await_active(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	char	   *holder;
@@ -115,7 +115,7 @@ tenure_await_active(PG_FUNCTION_ARGS)
  * The shared-memory state of this database's leases, for tenure.leases.
  */
 Datum
-tenure_lease_state(PG_FUNCTION_ARGS)
+pg_tenure_lease_state(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TenureLeaseInfo *infos;
@@ -182,7 +182,7 @@ tenure_lease_state(PG_FUNCTION_ARGS)
  * holder's tenure expires, without polling.
  */
 Datum
-tenure_await_change(PG_FUNCTION_ARGS)
+pg_tenure_await_change(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	bool		know_epoch = !PG_ARGISNULL(1);
@@ -317,7 +317,7 @@ tenure_await_change(PG_FUNCTION_ARGS)
  * Bytes of shared memory pg_tenure reserved at server start.
  */
 Datum
-tenure_shared_memory_bytes(PG_FUNCTION_ARGS)
+pg_tenure_shared_memory_bytes(PG_FUNCTION_ARGS)
 {
 	tenure_require_loaded();
 	PG_RETURN_INT64((int64) tenure_shmem_size());
@@ -330,7 +330,7 @@ tenure_shared_memory_bytes(PG_FUNCTION_ARGS)
  * memory; tenure.lease_stats joins them to tenure.lease.
  */
 Datum
-tenure_lease_stats(PG_FUNCTION_ARGS)
+pg_tenure_lease_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TenureLeaseStats *stats;
@@ -387,7 +387,7 @@ tenure_lease_stats(PG_FUNCTION_ARGS)
  * call it (none but superusers by default).
  */
 Datum
-tenure_stats_reset(PG_FUNCTION_ARGS)
+pg_tenure_stats_reset(PG_FUNCTION_ARGS)
 {
 	char	   *name = PG_ARGISNULL(0) ? NULL : tenure_arg_lease(fcinfo, 0);
 
@@ -403,7 +403,7 @@ tenure_stats_reset(PG_FUNCTION_ARGS)
  * tenure.waiters.
  */
 Datum
-tenure_waiters(PG_FUNCTION_ARGS)
+pg_tenure_waiters(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TenureWaiterInfo *waiters;

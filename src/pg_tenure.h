@@ -513,9 +513,9 @@ extern void tenure_load_entry(const TenureKey *key, const TenureRow *row,
 							  bool open_at_shutdown);
 
 /* acquire.c */
-extern int64 tenure_acquire_tenure(const char *name, const char *holder,
-								   int64 wait_us, bool session_bound,
-								   TenureBusy *busy, bool *started);
+extern int64 tenure_acquire_lease(const char *name, const char *holder,
+								  int64 wait_us, bool session_bound,
+								  TenureBusy *busy, bool *started);
 
 /*
  * args.c: checks of SQL arguments

@@ -16,8 +16,10 @@
 # And the state module alone touches the shared lease table: only the
 # files that include state_internal.h take an LWLock or set up shared
 # memory, and only the module's files (state.c, state_*.c) include it.
-# Prints the edges; exits 1 on a cycle or a lease-table access outside
-# the module.
+# And names say what is SQL-callable: pg_tenure_* for the C function of an
+# SQL function, tenure_* for everything else.
+# Prints the edges; exits 1 on a cycle, a lease-table access outside the
+# module or a misnamed function.
 #
 #   perl test/call_graph.pl [SOURCE_TREE]
 
@@ -117,6 +119,19 @@ for my $file (sort keys %text)
 	  while $text{$file} =~ /\b(LWLockAcquire|LWLockConditionalAcquire|ShmemInitHash|ShmemInitStruct)\b/g;
 }
 
+# Names say what is SQL-callable: the C function behind every SQL function
+# (PG_FUNCTION_INFO_V1) is named pg_tenure_<its SQL name>, and nothing else
+# is; internal functions are tenure_*.
+my @names;
+for my $file (sort keys %text)
+{
+	my %entry = map { $_ => 1 } ($text{$file} =~ /^PG_FUNCTION_INFO_V1\((\w+)\);/mg);
+	push @names, "$file: SQL entry point $_ is not named pg_tenure_*"
+	  for grep { !/^pg_tenure_/ } sort keys %entry;
+	push @names, "$file: $_ is named like an SQL entry point but is not one"
+	  for grep { !$entry{$_} } ($text{$file} =~ /^(pg_tenure_\w+)\(/mg);
+}
+
 if ($cycle)
 {
 	print STDERR "call_graph: cycle: $cycle\n";
@@ -128,5 +143,11 @@ if (@outside)
 	print STDERR "call_graph: lease table touched outside the state module: $_\n" for @outside;
 	exit 1;
 }
+if (@names)
+{
+	print STDERR "call_graph: $_\n" for @names;
+	exit 1;
+}
+print "call_graph: SQL entry points are pg_tenure_*, internals tenure_*\n";
 print "call_graph: only the state module (", join(', ', @module),
   ") touches the lease table\n";
