@@ -348,7 +348,7 @@ tenure_rows_being_written(void)
  * expressions may call pg_tenure's functions (INSERT INTO log SELECT
  * tenure.claim_epoch(...)): the client wrote them.
  */
-void
+static void
 tenure_require_not_trigger(FunctionCallInfo fcinfo)
 {
 	Oid			fn = fcinfo->flinfo->fn_oid;
@@ -361,6 +361,18 @@ tenure_require_not_trigger(FunctionCallInfo fcinfo)
 												   get_func_name(fn))),
 				 errdetail("A trigger runs because rows are written, with the writing role's privileges, and another role may have put it on the table; it cannot change leases or fences in the writer's name."),
 				 errhint("Call pg_tenure's functions from the statements of the transaction itself.")));
+}
+
+/*
+ * The checks every function that changes leases or fences makes first:
+ * pg_tenure is loaded, this is a primary, and no trigger called it.
+ */
+void
+tenure_require_changes(FunctionCallInfo fcinfo)
+{
+	tenure_require_loaded();
+	tenure_require_primary(fcinfo);
+	tenure_require_not_trigger(fcinfo);
 }
 
 /*

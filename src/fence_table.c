@@ -393,9 +393,7 @@ tenure_fence_targets(FunctionCallInfo fcinfo)
 	tenure_arg_not_null(fcinfo, 0, "tbl");
 	relid = PG_GETARG_OID(0);
 
-	tenure_require_loaded();
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 
 	/*
 	 * find_all_inheritors() locks the descendants, not the table itself:

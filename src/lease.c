@@ -85,8 +85,7 @@ pg_tenure_create_lease(PG_FUNCTION_ARGS)
 	tenure_arg_interval(fcinfo, 1, "ttl", false, TENURE_MAX_TTL_US);
 	if (!PG_ARGISNULL(2))
 		tenure_arg_interval(fcinfo, 2, "holdoff", true, TENURE_MAX_HOLDOFF_US);
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 
 	tenure_spi_begin(&spi);
 
@@ -308,9 +307,7 @@ pg_tenure_alter_lease(PG_FUNCTION_ARGS)
 	tenure_arg_not_both(fcinfo, 2, reset, TENURE_RESET_HOLDOFF, "holdoff");
 	tenure_arg_not_both(fcinfo, 3, reset, TENURE_RESET_LOCK_KEY, "lock_key");
 	tenure_arg_not_both(fcinfo, 4, reset, TENURE_RESET_PREFERRED, "preferred");
-	tenure_require_loaded();
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 
 	tenure_spi_begin(&spi);
 	/* locked until commit: drops, claims, new epochs and alters wait */
@@ -414,9 +411,7 @@ pg_tenure_drop_lease(PG_FUNCTION_ARGS)
 	TenureKey	key;
 	Datum		args[1];
 
-	tenure_require_loaded();
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, true);
@@ -461,9 +456,7 @@ tenure_acquire_checked(FunctionCallInfo fcinfo, const char *name,
 
 	TenureKey	key;
 
-	tenure_require_loaded();
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_txn_check_not_pinned(&key);
 	epoch = tenure_acquire_lease(name, holder, wait_us, session_bound, busy,
@@ -571,9 +564,7 @@ pg_tenure_renew(PG_FUNCTION_ARGS)
 	bool		result = false;
 	int			attempt;
 
-	tenure_require_loaded();
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 	tenure_make_key(&key, MyDatabaseId, name);
 
 	/*
@@ -623,9 +614,7 @@ pg_tenure_release(PG_FUNCTION_ARGS)
 	int64		epoch;
 	Datum		args[3];
 
-	tenure_require_loaded();
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 
 	tenure_spi_begin(&spi);
 	/* locked until commit: a claim racing us re-checks after we are done */
@@ -735,9 +724,7 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 	int64		held;
 	Datum		args[4];
 
-	tenure_require_loaded();
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
@@ -798,9 +785,7 @@ pg_tenure_handoff(PG_FUNCTION_ARGS)
 	TenureHandoffCheck check;
 	Datum		args[2];
 
-	tenure_require_loaded();
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 	if (strcmp(holder, successor) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -862,9 +847,7 @@ pg_tenure_set_preferred(PG_FUNCTION_ARGS)
 	Datum		args[2];
 	bool		nulls[2] = {false, false};
 
-	tenure_require_loaded();
-	tenure_require_primary(fcinfo);
-	tenure_require_not_trigger(fcinfo);
+	tenure_require_changes(fcinfo);
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, true);
