@@ -108,7 +108,8 @@ tenure_register_keeper(void)
 
 /*
  * before_shmem_exit callback, run before our session locks are released
- * (see tenure_state_keeper_exit()).  Shared memory only; cannot fail.
+ * (see tenure_state_keeper_exit()).  Shared memory only; cannot fail
+ * (src/README, F8).
  */
 static void
 tenure_keeper_exit(int code, Datum arg)

@@ -9,12 +9,13 @@
  * the caller knew (see its comment).
  *
  * acquire() returns a new tenure's epoch at once, but the tenure may still
- * be waiting out its predecessor's hold-off (see "Hold-off" in the README);
+ * be waiting out its predecessor's hold-off (doc/reference.md, Concepts);
  * leader_is() answers false until then.  await_active() lets a client
  * sleep until that moment instead of polling leader_is().
  *
- * It reads shared memory only, through state.c's readers, and sleeps on
- * state.c's condition variable, broadcast on every change of a tenure;
+ * It reads shared memory only, through the state module's readers
+ * (state.c, and state_wait.c for the waiters), and sleeps on state.c's
+ * condition variable, broadcast on every change of a tenure;
  * the hold-off's end is not a change anybody broadcasts,
  * so the sleep is also bounded by the tenure's active_mono.  It needs no
  * lease slot: a lease without one has no holder.
