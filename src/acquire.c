@@ -23,7 +23,7 @@
  * 3. The keeper takes the lease's advisory lock (keeper.c); the backend
  *    waits for its answer.  A foreign session holding the lock_key ends
  *    the attempt, the reservation given back.
- * 4. The epoch is issued (catalog.c) and the history written; the
+ * 4. The epoch is issued (epoch.c) and the history written; the
  *    reservation then carries the epoch and its transaction, and must
  *    commit within its ttl, counted from the issue (txn.c checks at
  *    PRE_COMMIT): while issuing, perhaps waiting for another transaction
@@ -459,8 +459,8 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 
 	/*
 	 * The transaction commits as synchronous_commit says: a crash may lose
-	 * it under "off", but never makes its epoch reappear (catalog.c,
-	 * tenure_issue_epoch()).
+	 * it under "off", but never makes its epoch reappear (src/README,
+	 * "Issuing epochs").
 	 */
 	return epoch;
 }

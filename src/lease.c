@@ -707,7 +707,7 @@ tenure_not_holder(const char *name, const char *holder)
  * tenure.claim_epoch(lease, holder) returns bigint
  *
  * The current holder starts a new epoch within its tenure.  It is never
- * issued again, also if a crash loses the transaction (catalog.c).  The
+ * issued again, also if a crash loses the transaction (epoch.c).  The
  * claim commits only if the holder's tenure is still live at COMMIT
  * (txn.c checks at PRE_COMMIT).
  */

@@ -300,8 +300,6 @@ extern void tenure_make_key(TenureKey *key, Oid dbid, const char *name);
 extern int64 tenure_boot_id(void);
 extern TimestampTz tenure_ready_time(void);
 extern void tenure_wake_keeper(void);
-extern int64 tenure_state_clock_draw(TimeLineID tli, int64 start);
-extern void tenure_state_clock_used(TimeLineID tli, int64 value);
 extern void tenure_state_prepare_wait(void);
 extern bool tenure_state_wait(long timeout_ms);
 extern void tenure_state_cancel_wait(void);
@@ -503,7 +501,6 @@ extern struct BackgroundWorkerHandle *tenure_history_launch(Oid dbid, Oid after)
 PGDLLEXPORT void tenure_history_main(Datum arg);
 extern bool tenure_history_close_ended(const char *name, int64 epoch,
 									   const char *reason, TimestampTz ended);
-extern int64 tenure_issue_epoch(const char *name, int64 floor, bool *locked);
 extern void tenure_history_start(const char *name, int64 epoch,
 								 const char *holder, bool session_bound);
 extern void tenure_check_owner(const char *name, Oid owner, Oid caller);
@@ -511,6 +508,14 @@ extern Oid	tenure_known_owner(void);
 extern void tenure_ensure_entry(const char *name, const TenureKey *key);
 extern void tenure_load_entry(const TenureKey *key, const TenureRow *row,
 							  bool open_at_shutdown);
+
+/*
+ * epoch.c: issuing epochs, and the epoch clock in shared memory of its own
+ * (src/README, "Issuing epochs")
+ */
+extern Size tenure_epoch_shmem_size(void);
+extern void tenure_epoch_shmem_init(void);
+extern int64 tenure_issue_epoch(const char *name, int64 floor, bool *locked);
 
 /* acquire.c */
 extern int64 tenure_acquire_lease(const char *name, const char *holder,

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * state.c
- *		pg_tenure's shared state: the lease table and its lock protocol, the
- *		clock, and the end of session-bound tenures when their backend exits.
+ *		pg_tenure's shared state: the lease table and its lock protocol, and
+ *		the end of session-bound tenures when their backend exits.
  *
  * This file is the core of the state module, the only code that reads or
  * changes the lease table: state.c (the table, its entries, the lock
@@ -24,7 +24,6 @@
  *		tenure_require_primary(), tenure_mono_now(), tenure_mono_to_wall(),
  *		tenure_make_key()
  *		tenure_boot_id(), tenure_ready_time()	(written once: see below)
- *		tenure_state_clock_draw(), tenure_state_clock_used()	(a spinlock)
  *		tenure_wake_keeper()					(the keeper's latch)
  *		tenure_state_prepare_wait(), tenure_state_wait(),
  *		tenure_state_cancel_wait()				(the condition variable)
@@ -81,12 +80,11 @@
  *
  * - tenure_shared->lock (our only LWLock) protects the hash table and every
  *   field of every entry, the waiter slots, the share counts and the
- *   keeper_* and history_* fields of TenureShared, except
- *   two: an entry's renewed_mono, which renew raises under the lock in
- *   shared mode with a compare-and-swap (it only ever grows while a tenure
- *   lasts; readers read it once), and the epoch clock, which has its own
- *   spinlock.  settings_gen is an atomic that only grows, raised under the
- *   lock in exclusive mode and read without it by
+ *   keeper_* and history_* fields of TenureShared, except an entry's
+ *   renewed_mono, which renew raises under the lock in shared mode with a
+ *   compare-and-swap (it only ever grows while a tenure lasts; readers
+ *   read it once).  settings_gen is an atomic that only grows, raised
+ *   under the lock in exclusive mode and read without it by
  *   tenure_state_settings_gen() (see "Settings" below).  Verbs
  *   that run under a lock their caller took (the publish_* verbs, between
  *   tenure_state_begin_update() and tenure_state_end_update()) and the
@@ -184,7 +182,6 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
-#include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -617,7 +614,6 @@ tenure_shmem_init(void)
 		memset(tenure_shared, 0, sizeof(TenureShared));
 		tenure_shared->lock = &(GetNamedLWLockTranche("pg_tenure"))->lock;
 		ConditionVariableInit(&tenure_shared->cv);
-		SpinLockInit(&tenure_shared->clock_mutex);
 		if (!pg_strong_random(&boot_id, sizeof(boot_id)))
 			boot_id = (uint64) GetCurrentTimestamp() ^ ((uint64) MyProcPid << 32);
 		/* keep it positive: it is stored in a bigint column */
@@ -749,42 +745,6 @@ TimestampTz
 tenure_ready_time(void)
 {
 	return tenure_shared->ready_time;
-}
-
-/*
- * The epoch clock: the next value an issue may use, one more than the
- * largest value an issue used on timeline tli.  The clock (re)starts at
- * start on its first use after the server started and whenever the
- * timeline changed (a promotion).  Why its values are never used twice is
- * argued above tenure_issue_epoch() (catalog.c).
- */
-int64
-tenure_state_clock_draw(TimeLineID tli, int64 start)
-{
-	int64		value;
-
-	SpinLockAcquire(&tenure_shared->clock_mutex);
-	if (tenure_shared->clock_tli != tli)
-	{
-		tenure_shared->clock_tli = tli;
-		tenure_shared->clock_last = start - 1;
-	}
-	value = tenure_shared->clock_last + 1;
-	SpinLockRelease(&tenure_shared->clock_mutex);
-	return value;
-}
-
-/*
- * An issue on timeline tli used clock value "value": later draws return
- * more.  Called once the issue's row change is in the WAL.
- */
-void
-tenure_state_clock_used(TimeLineID tli, int64 value)
-{
-	SpinLockAcquire(&tenure_shared->clock_mutex);
-	if (tenure_shared->clock_tli == tli)
-		tenure_shared->clock_last = Max(tenure_shared->clock_last, value);
-	SpinLockRelease(&tenure_shared->clock_mutex);
 }
 
 /*

@@ -22,7 +22,6 @@
 
 #include "port/atomics.h"
 #include "storage/lock.h"
-#include "storage/spin.h"
 #include "utils/hsearch.h"
 
 #include "pg_tenure.h"
@@ -225,11 +224,6 @@ typedef struct TenureShared
 	bool		history_list;
 	Oid			history_list_after;
 	int64		history_due_mono;
-
-	/* the epoch clock (catalog.c's tenure_issue_epoch()) */
-	slock_t		clock_mutex;	/* protects the two fields below */
-	TimeLineID	clock_tli;		/* timeline of clock_last; 0: not started */
-	int64		clock_last;		/* largest clock value an epoch used */
 
 	/* alter_lease commits so far (state.c's header, "Settings") */
 	pg_atomic_uint64 settings_gen;

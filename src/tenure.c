@@ -46,7 +46,8 @@ static ProcessUtility_hook_type prev_ProcessUtility_hook = NULL;
 void		_PG_init(void);
 
 /*
- * Ask for our shared memory and LWLock tranche.
+ * Ask for our shared memory (the lease table, state.c; the epoch clock,
+ * epoch.c) and LWLock tranche.
  */
 static void
 tenure_shmem_request(void)
@@ -55,6 +56,7 @@ tenure_shmem_request(void)
 		prev_shmem_request_hook();
 
 	RequestAddinShmemSpace(tenure_shmem_size());
+	RequestAddinShmemSpace(tenure_epoch_shmem_size());
 	RequestNamedLWLockTranche("pg_tenure", 1);
 }
 
@@ -68,6 +70,7 @@ tenure_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	tenure_shmem_init();
+	tenure_epoch_shmem_init();
 }
 
 /*
