@@ -2,9 +2,10 @@
  *
  * catalog.c
  *		The durable side of leases: statements run as the owner of
- *		pg_tenure's tables, a lease's row and its owner's rights, the
- *		history, and building a lease's shared-memory entry from its row.
- *		Epochs are issued by epoch.c, through the SPI session opened here.
+ *		pg_tenure's tables, a lease's row and its owner's rights, and
+ *		building a lease's shared-memory entry from its row.  Epochs are
+ *		issued by epoch.c, and tenure.history is written by history_rows.c,
+ *		both through the SPI session opened here.
  *
  * The statements here run inside an SPI session opened by
  * tenure_spi_begin(), which becomes the owner of tenure.lease (the owner of
@@ -46,16 +47,6 @@
 static bool tenure_open_at_shutdown(const char *name, int64 *ttl_us);
 
 /*
- * The end reason of a tenure open when an earlier server went down, for a
- * history row (SQL; sysid and tli are parameters: this cluster's system
- * identifier and the current timeline).
- */
-#define TENURE_RESTART_REASON(sysid, tli) \
-	"CASE WHEN issued_sysid OPERATOR(pg_catalog.=) " sysid \
-	" AND issued_tli OPERATOR(pg_catalog.<) " tli \
-	" THEN 'promoted' ELSE 'server restart' END"
-
-/*
  * Connect to SPI and become the extension's owner, which owns the
  * extension's tables, after checking that they are what the extension
  * installed (objects.c): the statements run through this session name
@@ -92,6 +83,9 @@ tenure_spi_end(TenureSpi *spi)
 	SPI_finish();
 }
 
+/* the most arguments a statement run through tenure_spi_exec() takes */
+#define TENURE_SPI_MAX_ARGS		12
+
 /*
  * Statements run through tenure_spi_exec() are prepared once per backend
  * and kept (SPI_keepplan), keyed by their text: parsing and planning cost
@@ -104,7 +98,7 @@ typedef struct TenureStmtEntry
 {
 	const char *sql;			/* key: the statement's text (a copy) */
 	SPIPlanPtr	plan;
-	char		types[9];
+	char		types[TENURE_SPI_MAX_ARGS + 1];
 } TenureStmtEntry;
 
 static HTAB *tenure_stmts = NULL;
@@ -159,7 +153,7 @@ tenure_spi_plan(const char *sql, const char *types)
 	bool		found;
 	int			i;
 
-	Assert(nargs <= 8);
+	Assert(nargs <= TENURE_SPI_MAX_ARGS);
 	if (tenure_stmts == NULL)
 	{
 		HASHCTL		info;
@@ -188,7 +182,7 @@ tenure_spi_plan(const char *sql, const char *types)
 	Assert(strcmp(stmt->types, types) == 0);
 	if (stmt->plan == NULL)
 	{
-		Oid			argtypes[8];
+		Oid			argtypes[TENURE_SPI_MAX_ARGS];
 		SPIPlanPtr	plan;
 
 		for (i = 0; i < nargs; i++)
@@ -213,7 +207,7 @@ tenure_spi_exec(const char *sql, const char *types, Datum *values,
 				const bool *isnull, int expected)
 {
 	int			nargs = strlen(types);
-	char		nulls[8] = {0};
+	char		nulls[TENURE_SPI_MAX_ARGS] = {0};
 	SPIPlanPtr	plan = tenure_spi_plan(sql, types);
 	int			rc;
 	int			i;
@@ -420,8 +414,9 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 static bool
 tenure_open_at_shutdown(const char *name, int64 *ttl_us)
 {
-	Datum		args[4];
-	Oid			argtypes[4] = {TEXTOID, INT8OID, INT8OID, INT8OID};
+	Datum		args[7];
+	Oid			argtypes[7] = {TEXTOID, INT8OID, INT8OID, INT8OID,
+		TEXTOID, TEXTOID, TEXTOID};
 	bool		isnull;
 	bool		result;
 	int			rc;
@@ -431,10 +426,13 @@ tenure_open_at_shutdown(const char *name, int64 *ttl_us)
 	args[1] = Int64GetDatum(tenure_boot_id());
 	args[2] = Int64GetDatum((int64) GetSystemIdentifier());
 	args[3] = Int64GetDatum(RecoveryInProgress() ? 0 : (int64) GetWALInsertionTimeLine());
+	args[4] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RESTARTED));
+	args[5] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_PROMOTED));
+	args[6] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_DROPPED));
 	rc = SPI_execute_with_args("SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id"
 							   "   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
 							   "   ORDER BY epoch DESC LIMIT 1) h"
-							   "  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) ANY ('{server restart,promoted,dropped}'))"
+							   "  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) ANY (ARRAY[$5, $6, $7]))"
 							   "  AND h.boot_id OPERATOR(pg_catalog.<>) $2)"
 							   " OR EXISTS (SELECT FROM tenure.lease l"
 							   "  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE"
@@ -444,7 +442,7 @@ tenure_open_at_shutdown(const char *name, int64 *ttl_us)
 							   " (SELECT (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8"
 							   "   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
 							   "   ORDER BY epoch DESC LIMIT 1)",
-							   4, argtypes, args, NULL, true, 0);
+							   7, argtypes, args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args returned %d for a lease's history", rc);
 	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
@@ -453,207 +451,6 @@ tenure_open_at_shutdown(const char *name, int64 *ttl_us)
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	*ttl_us = isnull ? 0 : DatumGetInt64(d);
 	return result;
-}
-
-/*
- * Record in tenure.history the end of every tenure of the lease that the
- * table still shows open: the one shared memory says ended, and any left
- * open by a server restart.  Inside an SPI session.
- *
- * Tenures of other leases left open by a server restart are closed too,
- * until a transaction of this backend that closed them has committed: rows
- * of an earlier boot appear only when the server starts (every backend is
- * new then) or when a dump is restored, and a restored lease's own rows
- * are closed at its next tenure all the same.  (A row skipped because
- * another transaction held it stays open if that transaction rolls back,
- * until the lease's next tenure.)
- */
-static bool tenure_restart_rows_closed = false;
-static TransactionId tenure_restart_rows_xid = InvalidTransactionId;
-
-void
-tenure_history_close(const char *name, const TenureKey *key)
-{
-	Datum		args[8];
-	bool		nulls[8] = {false, false, false, false, false, false, false, false};
-	const char *reason;
-	int64		epoch = 0;
-	TimestampTz ended = 0;
-
-	reason = tenure_state_ended(key, &epoch, &ended);
-
-	/*
-	 * Tenures of any lease that were open when the server went down.  Rows
-	 * another transaction has locked are skipped: it is closing them
-	 * itself, or, if it rolls back, a later tenure will.  Waiting for it
-	 * could mean waiting for a client idle in the transaction of an
-	 * acquisition of another lease, which nobody takes over and so nobody
-	 * ends (see tenure_end_abandoned()).
-	 */
-	if (!tenure_restart_rows_closed &&
-		TransactionIdIsValid(tenure_restart_rows_xid) &&
-		!TransactionIdIsCurrentTransactionId(tenure_restart_rows_xid) &&
-		TransactionIdDidCommit(tenure_restart_rows_xid))
-		tenure_restart_rows_closed = true;
-	if (!tenure_restart_rows_closed &&
-		!(TransactionIdIsValid(tenure_restart_rows_xid) &&
-		  TransactionIdIsCurrentTransactionId(tenure_restart_rows_xid)))
-	{
-		tenure_history_close_restarted();
-		tenure_restart_rows_xid = GetTopTransactionId();
-	}
-
-	/*
-	 * This lease's tenure that shared memory saw end.  A row locked by
-	 * another transaction is one that transaction closes as "server
-	 * restart" (above), or is closing for an acquisition of this lease
-	 * that we took over and that has ended by now: skip it rather than
-	 * wait.
-	 */
-	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(epoch);
-	args[2] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
-	nulls[2] = (reason == NULL);
-	args[3] = TimestampTzGetDatum(ended);
-	nulls[3] = (reason == NULL);
-	args[4] = Int64GetDatum(tenure_boot_id());
-	args[5] = TimestampTzGetDatum(tenure_ready_time());
-	args[6] = Int64GetDatum((int64) GetSystemIdentifier());
-	args[7] = Int64GetDatum((int64) GetWALInsertionTimeLine());
-	tenure_spi_exec("UPDATE tenure.history SET"
-					" ended = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
-					"  THEN GREATEST(started, $6)"
-					"  ELSE COALESCE($4, pg_catalog.clock_timestamp()) END,"
-					" end_reason = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
-					"  THEN " TENURE_RESTART_REASON("$7", "$8")
-					"  WHEN epoch OPERATOR(pg_catalog.=) $2 THEN COALESCE($3, 'expired')"
-					"  ELSE 'expired' END"
-					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"  SELECT ctid FROM tenure.history"
-					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
-					"  FOR UPDATE SKIP LOCKED))",
-					"titzizii", args, nulls, SPI_OK_UPDATE);
-}
-
-/*
- * Close, in tenure.history, every tenure of this database left open when
- * an earlier server went down: "promoted" if its epoch was issued by this
- * cluster on an earlier timeline (the server it ran on was replaced by a
- * promotion, or an archive recovery ended), else "server restart"; ended
- * when this server became ready.  Rows another transaction has locked are
- * skipped: it is closing them itself, or a later pass will.  Inside an SPI
- * session, on a primary.
- */
-void
-tenure_history_close_restarted(void)
-{
-	Datum		args[4];
-
-	args[0] = Int64GetDatum(tenure_boot_id());
-	args[1] = TimestampTzGetDatum(tenure_ready_time());
-	args[2] = Int64GetDatum((int64) GetSystemIdentifier());
-	args[3] = Int64GetDatum((int64) GetWALInsertionTimeLine());
-	tenure_spi_exec("UPDATE tenure.history"
-					" SET ended = GREATEST(started, $2),"
-					" end_reason = " TENURE_RESTART_REASON("$3", "$4")
-					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"  SELECT ctid FROM tenure.history"
-					"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
-					"  OR boot_id OPERATOR(pg_catalog.>) $1)"
-					"  FOR UPDATE SKIP LOCKED))",
-					"izii", args, NULL, SPI_OK_UPDATE);
-}
-
-/*
- * Write to tenure.history the end of a tenure of the lease that shared
- * memory saw end outside a transaction (expiry, session end, revocation):
- * the open rows of the lease up to that tenure's epoch; later ones belong
- * to tenures that started since.  Returns whether the tenure's own row was
- * among them (not skipped: another transaction had it locked).  Inside an
- * SPI session.
- */
-bool
-tenure_history_close_ended(const char *name, int64 epoch, const char *reason,
-						   TimestampTz ended)
-{
-	Datum		args[4];
-	uint64		i;
-
-	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(epoch);
-	args[2] = CStringGetTextDatum(reason);
-	args[3] = TimestampTzGetDatum(ended);
-	tenure_spi_exec("UPDATE tenure.history SET ended = GREATEST(started, $4),"
-					" end_reason = CASE WHEN epoch OPERATOR(pg_catalog.=) $2"
-					"  THEN $3 ELSE 'expired' END"
-					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"  SELECT ctid FROM tenure.history"
-					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
-					"  AND epoch OPERATOR(pg_catalog.<=) $2"
-					"  FOR UPDATE SKIP LOCKED))"
-					" RETURNING epoch",
-					"titz", args, NULL, SPI_OK_UPDATE_RETURNING);
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-
-		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-										SPI_tuptable->tupdesc, 1, &isnull)) == epoch)
-			return true;
-	}
-	return false;
-}
-
-/*
- * Record a new tenure or epoch in tenure.history and trim the lease's rows
- * to the tenure.history_per_lease most recent.  Inside an SPI session,
- * after tenure_issue_epoch.  The row keeps the lease's base and where the
- * epoch was issued, so that create_lease can continue a dropped lease's
- * lineage, and its ttl, so that a lease created again under its name
- * keeps the hold-off of a holder it dropped after a restart
- * (tenure_open_at_shutdown()).
- *
- * Finding the rows beyond the most recent N costs a scan of N index
- * entries, so the trim runs only when the lease's committed tenures and
- * claims since its shared entry was loaded (at its first use after server
- * start, or after its slot went to another lease) number a multiple of
- * TENURE_HISTORY_TRIM_EVERY: a lease keeps its N most recent rows and
- * usually at most TENURE_HISTORY_TRIM_EVERY - 1 more (more only while
- * rows another transaction is closing are skipped).
- */
-void
-tenure_history_start(const char *name, int64 epoch, const char *holder,
-					 bool session_bound)
-{
-	TenureKey	key;
-	Datum		args[5];
-
-	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(epoch);
-	args[2] = CStringGetTextDatum(holder);
-	args[3] = BoolGetDatum(session_bound);
-	args[4] = Int64GetDatum(tenure_boot_id());
-	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
-					" boot_id, issued_sysid, issued_tli, base, ttl)"
-					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
-					" issued_sysid, issued_tli, base, ttl FROM tenure.lease"
-					" WHERE name OPERATOR(pg_catalog.=) $1",
-					"titbi", args, NULL, SPI_OK_INSERT);
-
-	tenure_make_key(&key, MyDatabaseId, name);
-	if (!tenure_state_history_trim_due(&key))
-		return;
-
-	/* rows another transaction is closing are left for a later pass */
-	args[1] = Int64GetDatum((int64) tenure_history_per_lease);
-	tenure_spi_exec("DELETE FROM tenure.history"
-					" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"  SELECT ctid FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
-					"  AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
-					"   WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
-					"   OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)"
-					"  FOR UPDATE SKIP LOCKED))",
-					"ti", args, NULL, SPI_OK_DELETE);
 }
 
 /*

@@ -20,7 +20,7 @@
  *
  * A database without pg_tenure costs a connection and a catalog lookup.
  * Nothing here is needed for correctness: the next tenure of a lease still
- * closes whatever is left open (catalog.c, tenure_history_close()).
+ * closes whatever is left open (history_rows.c, tenure_history_close()).
  *
  *-------------------------------------------------------------------------
  */

@@ -390,11 +390,7 @@ pg_tenure_alter_lease(PG_FUNCTION_ARGS)
 	 * restart reads (catalog.c, tenure_open_at_shutdown()).
 	 */
 	if (altered.ttl_us > row.ttl_us)
-		tenure_spi_exec("UPDATE tenure.history h SET ttl = l.ttl FROM tenure.lease l"
-						" WHERE h.lease OPERATOR(pg_catalog.=) $1 AND h.ended IS NULL"
-						" AND l.name OPERATOR(pg_catalog.=) $1"
-						" AND (h.ttl IS NULL OR h.ttl OPERATOR(pg_catalog.<) l.ttl)",
-						"t", args, NULL, SPI_OK_UPDATE);
+		tenure_history_raise_ttl(name);
 	tenure_spi_end(&spi);
 	PG_RETURN_VOID();
 }
@@ -428,10 +424,8 @@ pg_tenure_drop_lease(PG_FUNCTION_ARGS)
 						name, SPI_getvalue(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1)),
 				 errhint("Unfence its tables with tenure.unfence_table() first.")));
-	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
-					" end_reason = 'dropped'"
-					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
-					"t", args, NULL, SPI_OK_UPDATE);
+	tenure_history_close_now(name, TENURE_END_DROPPED, PG_INT64_MIN,
+							 PG_INT64_MAX);
 	tenure_spi_exec("DELETE FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
 					"t", args, NULL, SPI_OK_DELETE);
 	tenure_spi_end(&spi);
@@ -612,7 +606,6 @@ pg_tenure_release(PG_FUNCTION_ARGS)
 	TenureKey	key;
 	bool		holds;
 	int64		epoch;
-	Datum		args[3];
 
 	tenure_require_changes(fcinfo);
 
@@ -629,14 +622,8 @@ pg_tenure_release(PG_FUNCTION_ARGS)
 	if (holds)
 	{
 		/* the tenure's row, or the one of an epoch this transaction claimed */
-		args[0] = CStringGetTextDatum(name);
-		args[1] = Int64GetDatum(epoch);
-		args[2] = Int64GetDatum(Max(epoch, tenure_txn_claimed_epoch(&key)));
-		tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
-						" end_reason = 'released'"
-						" WHERE lease OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.>=) $2"
-						" AND epoch OPERATOR(pg_catalog.<=) $3 AND ended IS NULL",
-						"tii", args, NULL, SPI_OK_UPDATE);
+		tenure_history_close_now(name, TENURE_END_RELEASED, epoch,
+								 Max(epoch, tenure_txn_claimed_epoch(&key)));
 		tenure_txn_remember(TENURE_ACT_RELEASE, &key, epoch, 0);
 		tenure_notify("released", name, holder, epoch);
 	}
@@ -722,7 +709,6 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 	bool		session_bound = false;
 	int64		epoch;
 	int64		held;
-	Datum		args[4];
 
 	tenure_require_changes(fcinfo);
 
@@ -736,7 +722,6 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 		tenure_not_holder(name, holder);
 
 	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
-	args[0] = CStringGetTextDatum(name);
 
 	/*
 	 * We waited for the row if another transaction changed the lease: a
@@ -747,10 +732,8 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 	if (held == 0)
 		tenure_not_holder(name, holder);
 
-	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
-					" end_reason = 'claimed'"
-					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL",
-					"t", args, NULL, SPI_OK_UPDATE);
+	tenure_history_close_now(name, TENURE_END_CLAIMED, PG_INT64_MIN,
+							 PG_INT64_MAX);
 	tenure_history_start(name, epoch, holder, session_bound);
 	tenure_spi_end(&spi);
 
@@ -783,7 +766,6 @@ pg_tenure_handoff(PG_FUNCTION_ARGS)
 	int64		epoch = 0;
 	bool		session_bound = false;
 	TenureHandoffCheck check;
-	Datum		args[2];
 
 	tenure_require_changes(fcinfo);
 	if (strcmp(holder, successor) == 0)
@@ -812,13 +794,8 @@ pg_tenure_handoff(PG_FUNCTION_ARGS)
 	 * The holder's tenure ends at its latest epoch: old_epoch, or one this
 	 * transaction claimed (published only at COMMIT, so not old_epoch).
 	 */
-	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(Max(old_epoch, tenure_txn_claimed_epoch(&key)));
-	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
-					" end_reason = 'handed over'"
-					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
-					" AND epoch OPERATOR(pg_catalog.<=) $2",
-					"ti", args, NULL, SPI_OK_UPDATE);
+	tenure_history_close_now(name, TENURE_END_HANDED, PG_INT64_MIN,
+							 Max(old_epoch, tenure_txn_claimed_epoch(&key)));
 	tenure_history_start(name, epoch, successor, session_bound);
 	tenure_spi_end(&spi);
 

@@ -1060,6 +1060,9 @@ tenure_end(TenureLease *lease, TenureEndReason reason, int64 now)
 			break;
 		case TENURE_END_DROPPED:
 		case TENURE_END_NONE:
+		case TENURE_END_CLAIMED:	/* reasons only the history records */
+		case TENURE_END_RESTARTED:
+		case TENURE_END_PROMOTED:
 			break;
 	}
 	{
@@ -1113,29 +1116,13 @@ tenure_unreserve(TenureLease *lease)
 }
 
 /*
- * Name of an end reason, as stored in tenure.history.
+ * Name of an end reason, as stored in tenure.history (the table is
+ * tenure_end_reason_text(), pg_tenure.h).
  */
 static const char *
 tenure_end_reason_name(TenureEndReason reason)
 {
-	switch (reason)
-	{
-		case TENURE_END_NONE:
-			return NULL;
-		case TENURE_END_RELEASED:
-			return "released";
-		case TENURE_END_EXPIRED:
-			return "expired";
-		case TENURE_END_SESSION:
-			return "session ended";
-		case TENURE_END_REVOKED:
-			return "revoked";
-		case TENURE_END_DROPPED:
-			return "dropped";
-		case TENURE_END_HANDED:
-			return "handed over";
-	}
-	return NULL;
+	return tenure_end_reason_text(reason);
 }
 
 /* ---------------------------------------------------------------------

@@ -27,22 +27,6 @@
 #include "pg_tenure.h"
 
 /*
- * Why a tenure ended, as shared memory records it until the history is
- * written (tenure_state_ended()).  Claims and server restarts are written
- * to the history directly and need no value here.
- */
-typedef enum TenureEndReason
-{
-	TENURE_END_NONE = 0,
-	TENURE_END_RELEASED,
-	TENURE_END_EXPIRED,
-	TENURE_END_SESSION,
-	TENURE_END_REVOKED,
-	TENURE_END_DROPPED,
-	TENURE_END_HANDED			/* written by handoff() itself */
-} TenureEndReason;
-
-/*
  * A backend waiting in acquire(wait) for a lease held by someone else, in
  * its slot of tenure_waiter_slots (one per backend, written under the
  * LWLock exclusive by its owner, and handed by the handoff() to it; pid 0:
