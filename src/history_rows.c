@@ -6,7 +6,10 @@
  *		trimming a lease's rows, and raising an open row's ttl.
  *
  * The reasons are named by tenure_end_reason_text() (pg_tenure.h), the one
- * table of them; no statement spells one.
+ * table of them; no statement spells one.  sql/end_reasons.sql checks the
+ * table against the CHECK constraint of tenure.history.end_reason, through
+ * pg_tenure_end_reasons(), a C function that the extension does not create
+ * (so it costs nothing in its SQL surface): the test binds it itself.
  *
  * Every statement runs inside an SPI session (catalog.c,
  * tenure_spi_begin()).  A lease's rows change under its row lock in
@@ -38,10 +41,14 @@
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 
 #include "pg_tenure.h"
+
+PG_FUNCTION_INFO_V1(pg_tenure_end_reasons);
 
 /*
  * The end reason of a tenure open when an earlier server went down (SQL;
@@ -316,4 +323,29 @@ tenure_history_raise_ttl(const char *name)
 					" AND l.name OPERATOR(pg_catalog.=) $1"
 					" AND (h.ttl IS NULL OR h.ttl OPERATOR(pg_catalog.<) l.ttl)",
 					"t", args, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * pg_tenure_end_reasons() returns text[]
+ *
+ * Every name tenure_end_reason_text() gives, in the enum's order.  Not
+ * created by the extension: sql/end_reasons.sql binds it to compare the
+ * names with the CHECK constraint of tenure.history.end_reason.
+ */
+Datum
+pg_tenure_end_reasons(PG_FUNCTION_ARGS)
+{
+	Datum		names[TENURE_END_REASONS];
+	int			n = 0;
+	int			r;
+
+	for (r = 0; r < TENURE_END_REASONS; r++)
+	{
+		const char *name = tenure_end_reason_text((TenureEndReason) r);
+
+		if (name != NULL)
+			names[n++] = CStringGetTextDatum(name);
+	}
+	PG_RETURN_ARRAYTYPE_P(construct_array(names, n, TEXTOID, -1, false,
+										  TYPALIGN_INT));
 }

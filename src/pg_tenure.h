@@ -536,7 +536,8 @@ typedef enum TenureEndReason
 
 /*
  * The name of an end reason in tenure.history (NULL for TENURE_END_NONE):
- * the one table of them.
+ * the one table of them, which sql/end_reasons.sql compares with the
+ * table's CHECK constraint.
  */
 static inline const char *
 tenure_end_reason_text(TenureEndReason reason)
