@@ -321,7 +321,8 @@ Datum
 pg_tenure_shared_memory_bytes(PG_FUNCTION_ARGS)
 {
 	tenure_require_loaded();
-	PG_RETURN_INT64((int64) tenure_shmem_size());
+	PG_RETURN_INT64((int64) add_size(tenure_shmem_size(),
+									 tenure_epoch_shmem_size()));
 }
 
 /*
