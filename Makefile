@@ -42,9 +42,8 @@ EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso \
 examples:
 	$(MAKE) -C examples PG_CONFIG=$(PG_CONFIG)
 
-# every object sees the shared structs; the state module's its own too
-$(OBJS): src/pg_tenure.h src/compat.h
-src/state.o src/state_wait.o src/state_keeper.o src/state_notify.o: src/state_internal.h
+# every object depends on the headers of src/ (one per module)
+$(OBJS): $(wildcard src/*.h)
 
 # the release archive: "make dist" writes pg_tenure-<version>.tar.gz, the
 # committed tree at HEAD under pg_tenure-<version>/ (files marked

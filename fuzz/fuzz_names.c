@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "pg_tenure.h"
+#include "tokens.h"
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 
 #include "pg_tenure.h"
+#include "tokens.h"
 
 int			LLVMFuzzerInitialize(int *argc, char ***argv);
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

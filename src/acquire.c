@@ -48,6 +48,12 @@
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "txn.h"
+#include "catalog.h"
+#include "epoch.h"
+#include "history.h"
+#include "acquire.h"
 
 /* retry interval while a foreign session holds a lease's lock_key */
 #define TENURE_FOREIGN_RETRY_MS	50L

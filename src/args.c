@@ -20,6 +20,8 @@
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
+#include "args.h"
+#include "tokens.h"
 
 /*
  * Fail with 22004 if the argument is null.

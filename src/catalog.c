@@ -43,6 +43,11 @@
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "objects.h"
+#include "catalog.h"
+#include "history.h"
+#include "args.h"
 
 static bool tenure_open_at_shutdown(const char *name, int64 *ttl_us);
 

@@ -42,6 +42,8 @@
 #include "utils/builtins.h"
 
 #include "pg_tenure.h"
+#include "catalog.h"
+#include "epoch.h"
 
 /* The epoch clock (src/README, E1 .. E4). */
 typedef struct TenureEpochClock

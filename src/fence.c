@@ -71,6 +71,12 @@
 #include "utils/rel.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "objects.h"
+#include "catalog.h"
+#include "args.h"
+#include "tokens.h"
+#include "fence.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_fence_trigger);
 PG_FUNCTION_INFO_V1(pg_tenure_present);

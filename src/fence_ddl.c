@@ -40,6 +40,11 @@
 #include "utils/memutils.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "objects.h"
+#include "catalog.h"
+#include "fence.h"
+#include "fence_table.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_fence_ddl);
 

@@ -63,6 +63,11 @@
 #include "utils/snapmgr.h"
 
 #include "pg_tenure.h"
+#include "objects.h"
+#include "catalog.h"
+#include "args.h"
+#include "fence.h"
+#include "fence_table.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_fence_table);
 PG_FUNCTION_INFO_V1(pg_tenure_unfence_table);

@@ -46,6 +46,10 @@
 #include "utils/snapmgr.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "objects.h"
+#include "catalog.h"
+#include "history.h"
 
 /*
  * Start a run of the history writer for database dbid, or the listing run

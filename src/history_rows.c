@@ -47,6 +47,9 @@
 #include "utils/builtins.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "catalog.h"
+#include "history.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_end_reasons);
 

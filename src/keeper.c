@@ -38,6 +38,9 @@
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "history.h"
+#include "keeper.h"
 
 /* longest sleep of the keeper when nothing expires sooner */
 #define TENURE_KEEPER_IDLE_MS	10000L

@@ -28,6 +28,14 @@
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "txn.h"
+#include "catalog.h"
+#include "epoch.h"
+#include "history.h"
+#include "acquire.h"
+#include "args.h"
+#include "fence.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_create_lease);
 PG_FUNCTION_INFO_V1(pg_tenure_alter_lease);

@@ -54,6 +54,7 @@
 #include "utils/syscache.h"
 
 #include "pg_tenure.h"
+#include "objects.h"
 
 static TenureObjects tenure_objects_cache;
 static bool tenure_objects_valid = false;

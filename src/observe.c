@@ -35,6 +35,10 @@
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "catalog.h"
+#include "epoch.h"
+#include "args.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_await_active);
 PG_FUNCTION_INFO_V1(pg_tenure_lease_state);

@@ -25,6 +25,8 @@
 #include "utils/hsearch.h"
 
 #include "pg_tenure.h"
+#include "history.h"
+#include "state.h"
 
 /*
  * A backend waiting in acquire(wait) for a lease held by someone else, in

@@ -26,6 +26,13 @@
 #include "utils/guc.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "txn.h"
+#include "objects.h"
+#include "catalog.h"
+#include "epoch.h"
+#include "fence.h"
+#include "keeper.h"
 
 PG_MODULE_MAGIC;
 

@@ -33,6 +33,7 @@
 #include "parser/scansup.h"
 
 #include "pg_tenure.h"
+#include "tokens.h"
 
 #ifndef TENURE_FUZZ_PLANT
 #define TENURE_FUZZ_PLANT 0

@@ -52,6 +52,9 @@
 #include "utils/memutils.h"
 
 #include "pg_tenure.h"
+#include "state.h"
+#include "txn.h"
+#include "fence.h"
 
 typedef struct TenureAction
 {
