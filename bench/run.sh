@@ -439,7 +439,7 @@ if want scale; then
 
 	# the settings: tenure.max_leases >= the leases, and a lock table with
 	# room for one keeper lock per live tenure plus headroom for every
-	# other lock, by the rule of the README's Installation section:
+	# other lock, by the rule of the README's Setup section:
 	# max_locks_per_transaction * (max_connections + autovacuum_max_workers
 	# + 1 + max_worker_processes + max_wal_senders + max_prepared_transactions)
 	shm0=$(psql_q -c "SELECT tenure.shared_memory_bytes()")

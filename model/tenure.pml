@@ -208,12 +208,12 @@ inline publish_claim(e)
 	fi
 }
 
-/* catalog.c, tenure_issue_epoch(), under the row lock: the epoch is
+/* epoch.c, tenure_issue_epoch(), under the row lock: the epoch is
  * max(stored + 1, base + R, floor + 1) with base 0 and floor the epoch
  * shared memory has seen (tenure_state_cached_epoch()); R is drawn from
- * the clock (tenure_state_clock_draw(): C(insert) + 1 at the first draw
+ * the clock (tenure_clock_draw(): C(insert) + 1 at the first draw
  * after a start, else one more than the largest value used); then the
- * UPDATE record is inserted and R recorded (tenure_state_clock_used()). */
+ * UPDATE record is inserted and R recorded (tenure_clock_used()). */
 inline issue_epoch(e, R)
 {
 	if
@@ -534,7 +534,7 @@ claim_done:
 }
 
 /* ------------------------------------------------------------------ */
-/* The keeper (keeper.c; state.c, tenure_keeper_tend()): takes the
+/* The keeper (keeper.c; state_keeper.c, tenure_keeper_tend()): takes the
  * advisory lock a reservation wants, lets go of one nobody wants, ends
  * expired tenures; and, once, a live tenure ends early, as a revocation or
  * the exit of a session-bound holder's backend ends it (hold-off kept). */

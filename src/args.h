@@ -13,8 +13,8 @@
 /*
  * args.c: checks of SQL arguments
  *
- * Bounds of the interval arguments (README, Reference): a lease's ttl is
- * 1 microsecond to TENURE_MAX_TTL_US, its fixed hold-off 0 to
+ * Bounds of the interval arguments (doc/reference.md, Bounds): a lease's
+ * ttl is 1 microsecond to TENURE_MAX_TTL_US, its fixed hold-off 0 to
  * TENURE_MAX_HOLDOFF_US, acquire's wait and the await functions' timeout
  * 0 to TENURE_MAX_WAIT_US.  Whatever is added to a monotonic time in
  * microseconds stays far from overflowing a bigint.

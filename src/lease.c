@@ -282,7 +282,7 @@ tenure_alter_pin(const char *name, const TenureKey *key, int64 id,
  *
  * Change a lease's settings without dropping it: each setting given (not
  * NULL) takes the value given, each one named in reset create_lease()'s
- * default, the others stay.  When they apply (README, "Changing a
+ * default, the others stay.  When they apply (doc/reference.md, "Changing a
  * lease"): a longer ttl at once, also to the current tenure; a hold-off to
  * tenures that start after the commit; a new lock_key and a shorter ttl
  * only while nobody holds the lease (55006 otherwise), so that no holder

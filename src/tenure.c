@@ -104,7 +104,7 @@ tenure_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 
 /*
  * Utility hook: LISTEN tenure makes transactions of this database send
- * their notifications (state.c, tenure_state_listening()).  Only the
+ * their notifications (state_notify.c, tenure_state_listening()).  Only the
  * statement's tag is looked at otherwise.
  */
 static void
