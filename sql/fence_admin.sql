@@ -170,17 +170,9 @@ CREATE TABLE fence_admin_p_t (k int, v text) PARTITION BY RANGE (k);
 CREATE TABLE fence_admin_p_t1 PARTITION OF fence_admin_p_t FOR VALUES FROM (0) TO (100);
 SELECT tenure.fence_table('fence_admin_p_t', 'fence_admin_p');
 CREATE TABLE fence_admin_p_t2 PARTITION OF fence_admin_p_t FOR VALUES FROM (100) TO (200);
--- (a DO block shows the outcome whatever the message says)
-CREATE FUNCTION pg_temp.fence_admin_try(sql text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE sql;
-	RETURN 'accepted';
-EXCEPTION WHEN OTHERS THEN
-	RETURN 'rejected with ' || SQLSTATE;
-END
-$$;
-SELECT s, pg_temp.fence_admin_try(s) AS outcome
+-- (pg_temp.outcome() shows ok or the SQLSTATE, whatever the message says)
+\i sql/include/err.psql
+SELECT s, pg_temp.outcome(s) AS outcome
   FROM unnest(ARRAY[
 	'INSERT INTO fence_admin_p_t VALUES (1, ''parent'')',
 	'INSERT INTO fence_admin_p_t1 VALUES (2, ''partition'')',
@@ -193,7 +185,7 @@ BEGIN;
 SELECT tenure.present('fence_admin_p', :ep, true);
 INSERT INTO fence_admin_p_t VALUES (3, 'parent, token'), (103, 'parent, token');
 COMMIT;
-SELECT s, pg_temp.fence_admin_try(s) AS outcome
+SELECT s, pg_temp.outcome(s) AS outcome
   FROM unnest(ARRAY[
 	'DELETE FROM fence_admin_p_t1',
 	'TRUNCATE fence_admin_p_t2'

@@ -18,32 +18,9 @@ RESET client_min_messages;
 \set SHOW_CONTEXT never
 SET search_path = public;
 
--- Runs a statement and shows its error: SQLSTATE, message, detail, hint;
--- with tokens, presented for the transaction first (and kept until its
--- COMMIT, which checks again what the statement's checks let through).
-CREATE FUNCTION pg_temp.err(stmt text, tokens text DEFAULT NULL) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-	st text;
-	msg text;
-	det text;
-	hnt text;
-BEGIN
-	IF tokens IS NOT NULL THEN
-		PERFORM set_config('tenure.tokens', tokens, true);
-	END IF;
-	BEGIN
-		EXECUTE stmt;
-		RETURN 'no error';
-	EXCEPTION WHEN OTHERS THEN
-		GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
-			det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
-		RETURN st || ': ' || msg
-			|| CASE WHEN det <> '' THEN E'\nDETAIL: ' || det ELSE '' END
-			|| CASE WHEN hnt <> '' THEN E'\nHINT: ' || hnt ELSE '' END;
-	END;
-END
-$$;
+-- pg_temp.err(stmt[, tokens]) shows the error a statement raises and
+-- pg_temp.outcome(stmt[, tokens]) its SQLSTATE (sql/include/err.psql)
+\i sql/include/err.psql
 
 SELECT tenure.create_lease('fence_matrix', ttl => '10 min');
 SELECT tenure.create_lease('fence_matrix_other', ttl => '10 min');
@@ -126,27 +103,9 @@ DECLARE
 BEGIN
 	FOR t IN SELECT * FROM tokens ORDER BY array_position(ARRAY['none', 'stale', 'right'], name) LOOP
 		PERFORM pg_temp.reseed();
-		PERFORM set_config('tenure.tokens', t.token, true);
-		BEGIN
-			EXECUTE stmt;
-			outcome := 'ok';
-		EXCEPTION WHEN OTHERS THEN
-			outcome := SQLSTATE;
-		END;
+		outcome := pg_temp.outcome(stmt, t.token);
 		RETURN NEXT format('%-5s %-5s %s', t.name, outcome, pg_temp.rows());
 	END LOOP;
-END
-$$;
-
--- Runs stmt with a token (or none) and shows ok or its SQLSTATE.
-CREATE FUNCTION pg_temp.outcome(stmt text, token text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM set_config('tenure.tokens', token, true);
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE;
 END
 $$;
 

@@ -9,26 +9,9 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_tenure;
 RESET client_min_messages;
 
--- Runs a statement and shows the error it raises: SQLSTATE, message,
--- detail and hint (the statement's effects are kept if it succeeds).
-CREATE FUNCTION pg_temp.err(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-	st text;
-	msg text;
-	det text;
-	hnt text;
-BEGIN
-	EXECUTE stmt;
-	RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
-		det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
-	RETURN st || ': ' || msg
-		|| CASE WHEN det <> '' THEN E'\nDETAIL: ' || det ELSE '' END
-		|| CASE WHEN hnt <> '' THEN E'\nHINT: ' || hnt ELSE '' END;
-END
-$$;
+-- pg_temp.err(stmt[, tokens]) shows the error a statement raises and
+-- pg_temp.outcome(stmt[, tokens]) its SQLSTATE (sql/include/err.psql)
+\i sql/include/err.psql
 
 -- The advisory locks the keeper holds in this database under a lock_key.
 CREATE FUNCTION pg_temp.key_locked(k bigint) RETURNS boolean

@@ -17,14 +17,6 @@ use TenureTest;
 
 my $node = tenure_node('session_bound');
 
-# Start a statement in a background session without waiting for its result.
-sub start_statement
-{
-	my ($session, $sql) = @_;
-	$session->query_until(qr/started/, "\\echo started\n$sql\n");
-	return;
-}
-
 # Wait until a background session's statement returns a number; return it.
 sub finish_number
 {

@@ -16,21 +16,6 @@ use TenureTest;
 
 my $node = tenure_node('keeper_restart');
 
-my $keeper_query =
-  "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
-
-# Wait for a keeper whose pid is not $old (any keeper if $old is 0).
-sub wait_for_keeper
-{
-	my ($old, $what) = @_;
-	ok( $node->poll_query_until(
-			'postgres',
-			"SELECT count(*) = 1 FROM pg_stat_activity"
-			  . " WHERE backend_type = 'pg_tenure keeper' AND pid <> $old"),
-		$what);
-	return $node->safe_psql('postgres', $keeper_query);
-}
-
 # Number of the lease locks (private space, and bigint lock_key space)
 # that $pid holds in this database.
 sub keeper_locks
@@ -46,7 +31,8 @@ sub keeper_locks
 	  . " AND (" . join(' OR ', @conds) . ")";
 }
 
-my $keeper1 = wait_for_keeper(0, 'keeper is running');
+my $keeper1 = wait_for_keeper($node);
+ok($keeper1, 'keeper is running');
 
 #
 # 1. Keeper killed with SIGTERM: it comes back and re-takes the locks of
@@ -73,7 +59,8 @@ is($node->safe_psql('postgres', "SELECT pg_terminate_backend($keeper1)"),
 is($node->safe_psql('postgres', "SELECT tenure.leader_is('k1', 'h1')"),
 	't', 'k1\'s holder still leads while the keeper is away');
 
-my $keeper2 = wait_for_keeper($keeper1, 'keeper restarted with a new pid');
+my $keeper2 = wait_for_keeper($node, $keeper1);
+ok($keeper2, 'keeper restarted with a new pid');
 ok( $node->poll_query_until(
 		'postgres', keeper_locks($keeper2, [$k1_id], [4242]), '2'),
 	'the new keeper holds the locks of both live tenures');
@@ -141,7 +128,8 @@ like($lines[-1], qr/^f\|/,
 	  . ' (keepers running at that moment: '
 	  . (split /\|/, $lines[-1])[1] . ')');
 
-my $keeper3 = wait_for_keeper($keeper2, 'keeper restarted again');
+my $keeper3 = wait_for_keeper($node, $keeper2);
+ok($keeper3, 'keeper restarted again');
 ok( $node->poll_query_until(
 		'postgres',
 		"SELECT holder IS NULL AND NOT lock_held FROM tenure.leases WHERE lease = 'k3'"),

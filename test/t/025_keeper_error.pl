@@ -22,12 +22,8 @@ $node->safe_psql(
 	SELECT tenure.create_lease('ke_b', ttl => '1 h', lock_key => 4343);
 });
 
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'"),
-	'the keeper runs');
-my $keeper = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'");
+my $keeper = wait_for_keeper($node);
+ok($keeper, 'the keeper runs');
 my $epoch_a = $node->safe_psql('postgres', "SELECT tenure.acquire('ke_a', 'holder-a')");
 ok($epoch_a > 0, 'ke_a acquired');
 
@@ -49,10 +45,7 @@ foreach my $round (1, 2)
 	$node->wait_for_log(qr/ERROR:  canceling statement due to user request/, $offset);
 	pass("round $round: the keeper reported the ERROR");
 
-	is( $node->safe_psql('postgres',
-			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'"),
-		$keeper,
-		"round $round: the same keeper process goes on");
+	is(keeper_pid($node), $keeper, "round $round: the same keeper process goes on");
 	is($node->safe_psql('postgres', keeper_holds(4242)),
 		't', "round $round: it still holds ke_a's lock");
 	is($node->safe_psql('postgres', "SELECT tenure.leader_is('ke_a', 'holder-a')"),

@@ -15,13 +15,8 @@ use TenureTest;
 
 my $node = tenure_node('crash_restart', conf => "restart_after_crash = on\n");
 
-my $keeper_query =
-  "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'"),
-	'keeper is running');
-my $keeper1 = $node->safe_psql('postgres', $keeper_query);
+my $keeper1 = wait_for_keeper($node);
+ok($keeper1, 'keeper is running');
 
 $node->safe_psql(
 	'postgres', q{
@@ -77,11 +72,7 @@ $node->wait_for_log(qr/all server processes terminated; reinitializing/,
 	$log_offset);
 ok($node->poll_query_until('postgres', undef, ''),
 	'server accepts connections again');
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity"
-		  . " WHERE backend_type = 'pg_tenure keeper' AND pid <> $keeper1"),
-	'a new keeper is running');
+ok(wait_for_keeper($node, $keeper1), 'a new keeper is running');
 $holder->quit;
 $victim->quit;
 

@@ -17,12 +17,8 @@ use TenureTest;
 my $node = tenure_node('lock_key');
 $node->safe_psql('postgres', 'CREATE DATABASE other');
 
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'"),
-	'keeper is running');
-my $keeper = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'");
+my $keeper = wait_for_keeper($node);
+ok($keeper, 'keeper is running');
 
 # 0x0123456789ABCDEF: both halves non-zero, the low one above 2^31
 my $key = '81985529216486895';
@@ -30,14 +26,6 @@ my ($key_hi, $key_lo) = ('19088743', '2309737967');
 
 $node->safe_psql('postgres',
 	"SELECT tenure.create_lease('lk', ttl => '10 min', holdoff => '0', lock_key => $key)");
-
-# Start a statement in a background session without waiting for its result.
-sub start_statement
-{
-	my ($session, $sql) = @_;
-	$session->query_until(qr/started/, "\\echo started\n$sql\n");
-	return;
-}
 
 # Rows of pg_locks for a bigint advisory key, as pid|mode|granted|classid|objid|objsubid|in this database.
 sub key_locks

@@ -149,9 +149,7 @@ max_worker_processes = 2
 max_wal_senders = 0
 autovacuum_max_workers = 1
 });
-$small->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'")
-  or die "keeper did not start";
+wait_for_keeper($small) or die "keeper did not start";
 $small->safe_psql('postgres',
 	"SELECT tenure.create_lease('m' || i, '10 min', '0') FROM generate_series(1, 2000) i");
 

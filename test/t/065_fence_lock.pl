@@ -61,7 +61,7 @@ sub paused_commit
 	$p->query_safe(
 		q{BEGIN; DO $$ BEGIN EXECUTE format('LOCK TABLE %s IN ACCESS SHARE MODE', (SELECT c.oid::regclass FROM pg_class c WHERE c.relname = 'fl_pause' AND c.relpersistence = 't')); END $$;}
 	);
-	$w->query_until(qr/started/, "\\echo started\nCOMMIT;\n");
+	start_statement($w, 'COMMIT;');
 	ok( $node->poll_query_until(
 			'postgres',
 			"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $w_pid"),

@@ -27,7 +27,7 @@ use lib $FindBin::Bin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use TenureTest qw(tenure_node);
+use TenureTest;
 
 my $node = tenure_node('waiting');
 
@@ -94,14 +94,6 @@ sub sql
 {
 	my ($query) = @_;
 	return $node->safe_psql('postgres', $query);
-}
-
-# Poll until $query returns true.
-sub wait_until
-{
-	my ($query, $what) = @_;
-	$node->poll_query_until('postgres', $query)
-	  or die "timed out waiting for $what";
 }
 
 #
@@ -177,13 +169,13 @@ $b = start_query('b_ttl',
 
 # keep h's tenure alive until the waiter is seen asleep, then stop renewing
 my $pid_b = $b->{pid};
-wait_until(
-	qq{SELECT tenure.renew('w_ttl', 'h')
-	      AND EXISTS (SELECT FROM pg_stat_activity
-	                   WHERE pid = $pid_b AND state = 'active'
-	                     AND wait_event_type = 'Extension'
-	                     AND query LIKE '$in_acquire')},
-	'the waiter asleep while h renews');
+wait_until('the waiter asleep while h renews', sub {
+	sql(qq{SELECT tenure.renew('w_ttl', 'h')
+		      AND EXISTS (SELECT FROM pg_stat_activity
+		                   WHERE pid = $pid_b AND state = 'active'
+		                     AND wait_event_type = 'Extension'
+		                     AND query LIKE '$in_acquire')}) eq 't';
+}) or die;
 
 ($epoch_b, $state) = finish_query($b);
 is($state, '00000', "the waiter returns without error after h's expiry");
@@ -230,13 +222,13 @@ for my $round (1 .. 3)
 	# one more winner has committed and the others sleep again
 	my $asleep = 3 - $round;
 	my $pids = join(', ', map { $_->{pid} } @all);
-	wait_until(
-		qq{SELECT (SELECT count(*) FROM w_winners) >= $round
-		      AND (SELECT count(*) FROM pg_stat_activity
-		            WHERE pid IN ($pids) AND state = 'active'
-		              AND wait_event_type = 'Extension'
-		              AND query LIKE '$in_acquire') = $asleep},
-		"winner $round and $asleep waiters asleep");
+	wait_until("winner $round and $asleep waiters asleep", sub {
+		sql(qq{SELECT (SELECT count(*) FROM w_winners) >= $round
+			      AND (SELECT count(*) FROM pg_stat_activity
+			            WHERE pid IN ($pids) AND state = 'active'
+			              AND wait_event_type = 'Extension'
+			              AND query LIKE '$in_acquire') = $asleep}) eq 't';
+	}) or die;
 
 	is(sql(q{SELECT count(*) FROM w_winners}),
 		$round, "free-up $round: exactly one more waiter won");
@@ -344,13 +336,13 @@ $aw = start_query('aw_ttl',
 	qq{SELECT changed, holder IS NULL AS no_holder, epoch
 	     FROM tenure.await_change('w_await_ttl', $epoch_h, 'h', '5 min')});
 my $pid_aw = $aw->{pid};
-wait_until(
-	qq{SELECT tenure.renew('w_await_ttl', 'h')
-	      AND EXISTS (SELECT FROM pg_stat_activity
-	                   WHERE pid = $pid_aw AND state = 'active'
-	                     AND wait_event_type = 'Extension'
-	                     AND query LIKE '$in_await')},
-	'await_change asleep while h renews');
+wait_until('await_change asleep while h renews', sub {
+	sql(qq{SELECT tenure.renew('w_await_ttl', 'h')
+		      AND EXISTS (SELECT FROM pg_stat_activity
+		                   WHERE pid = $pid_aw AND state = 'active'
+		                     AND wait_event_type = 'Extension'
+		                     AND query LIKE '$in_await')}) eq 't';
+}) or die;
 ($res, $state) = finish_query($aw);
 is($state, '00000', 'await_change returns without error at the expiry');
 is($res, "t|t|$epoch_h", "await_change reports the expiry: no holder, same epoch");

@@ -35,14 +35,6 @@ $node->safe_psql('postgres', 'CREATE DATABASE race');
 $node->safe_psql('race', 'CREATE EXTENSION pg_tenure');
 $node->safe_psql('race', q{SELECT tenure.create_lease('race', ttl => '10 min')});
 
-# Start a statement in a background session without waiting for its result.
-sub start_statement
-{
-	my ($session, $sql) = @_;
-	$session->query_until(qr/started/, "\\echo started\n$sql\n");
-	return;
-}
-
 # Wait until a notification on channel "tenure" for $holder reaches the
 # session, running cheap statements until it does.
 sub wait_notification

@@ -76,7 +76,7 @@ my $ca_pid = $ca->query_safe('SELECT pg_backend_pid()');
 $ca->query_safe('BEGIN');
 my $l2 = $ca->query_safe("SELECT tenure.claim_epoch('tr_late', 'a')");
 $offset = -s $node->logfile;
-$ca->query_until(qr/started/, "\\echo started\nCOMMIT;\n");
+start_statement($ca, 'COMMIT;');
 ok( $node->poll_query_until(
 		'postgres',
 		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $ca_pid"),

@@ -30,12 +30,14 @@ for my $r ('r1', 'r2')
 	$session{$r} = $node->background_psql('postgres', on_error_stop => 0);
 }
 
-# Start $r waiting for the lease (session-bound if $bound); returns at once.
+# Start $r waiting for $lease (with the acquire's $more arguments, if any);
+# returns at once.
 sub start_wait
 {
-	my ($r, $bound) = @_;
-	$session{$r}->query_until(qr/^start\n/m,
-		"\\echo start\nSELECT tenure.acquire('ho', '$r', wait => '5 min', session_bound => $bound);\n\\echo end\n");
+	my ($r, $lease, $more) = @_;
+	start_statement($session{$r},
+		"SELECT tenure.acquire('$lease', '$r', wait => '5 min'" . ($more // '') . ");\n\\echo end");
+	return;
 }
 
 # The epoch $r's waiting acquire returned.
@@ -45,14 +47,6 @@ sub finish_wait
 	my $out = $session{$r}->query_until(qr/^end\n/m, '');
 	$out =~ /^(\d+)\n/m or die "unexpected output of $r: $out";
 	return $1;
-}
-
-# The holder of a lease, '' if none.
-sub tenure_of_holder
-{
-	my ($lease) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT coalesce(holder, '') FROM tenure.leases WHERE lease = '$lease'");
 }
 
 my $epoch = $node->safe_psql('postgres', "SELECT tenure.acquire('ho', 'r1')");
@@ -65,7 +59,7 @@ for my $round (1 .. $rounds)
 	my $next = $leader eq 'r1' ? 'r2' : 'r1';
 	my $bound = $round % 2 ? 'true' : 'false';
 
-	start_wait($next, $bound);
+	start_wait($next, 'ho', ", session_bound => $bound");
 	wait_until("$next waits (round $round)", sub {
 		$node->safe_psql('postgres',
 			"SELECT count(*) FROM tenure.waiters WHERE lease = 'ho' AND holder = '$next'") eq '1';
@@ -103,7 +97,7 @@ is( $node->safe_psql(
 
 # hand over once more to a session-bound waiter, then end its session
 my $next = $leader eq 'r1' ? 'r2' : 'r1';
-start_wait($next, 'true');
+start_wait($next, 'ho', ', session_bound => true');
 wait_until("$next waits", sub {
 	$node->safe_psql('postgres',
 		"SELECT count(*) FROM tenure.waiters WHERE lease = 'ho' AND holder = '$next'") eq '1';
@@ -132,8 +126,7 @@ wait_until('z\'s tenure ends with its session', sub {
 });
 $node->safe_psql('postgres', "SELECT tenure.acquire('hw', 'r1')");
 $session{r2} //= $node->background_psql('postgres', on_error_stop => 0);
-$session{r2}->query_until(qr/^start\n/m,
-	"\\echo start\nSELECT tenure.acquire('hw', 'r2', wait => '5 min');\n\\echo end\n");
+start_wait('r2', 'hw');
 wait_until('r2 waits for hw', sub {
 	$node->safe_psql('postgres',
 		"SELECT count(*) FROM tenure.waiters WHERE lease = 'hw' AND holder = 'r2'") eq '1';
@@ -153,8 +146,7 @@ is( $node->safe_psql(
 $node->safe_psql('postgres', "SELECT tenure.create_lease('hc', ttl => '10 min', holdoff => '0')");
 $node->safe_psql('postgres', "SELECT tenure.acquire('hc', 'r1')");
 $session{r3} = $node->background_psql('postgres', on_error_stop => 0);
-$session{r3}->query_until(qr/^start\n/m,
-	"\\echo start\nSELECT tenure.acquire('hc', 'r3', wait => '5 min');\n\\echo end\n");
+start_wait('r3', 'hc');
 wait_until('r3 waits for hc', sub {
 	$node->safe_psql('postgres',
 		"SELECT count(*) FROM tenure.waiters WHERE lease = 'hc' AND holder = 'r3'") eq '1';
@@ -168,7 +160,7 @@ for my $then ("SELECT tenure.claim_epoch('hc', 'r1')",
 	like($stderr, qr/ERROR:  cannot (claim an epoch of|release|hand over) lease "hc" in the transaction that handed it over/,
 		"after a handoff in the same transaction: $then fails");
 }
-is(tenure_of_holder('hc'), 'r1', 'and nothing changed: r1 holds hc');
+is((tenure_of($node, 'hc'))[0], 'r1', 'and nothing changed: r1 holds hc');
 
 # A wait that ends with an error in a savepoint leaves the waiters, though
 # the transaction goes on: a handoff to it then fails.
@@ -187,7 +179,7 @@ like($stdout, qr/^waiters:0$/m, 'and its session is no longer among the waiters'
 # the successor still waiting gets the lease
 $node->safe_psql('postgres', "SELECT tenure.handoff('hc', 'r1', 'r3')");
 finish_wait('r3');
-is(tenure_of_holder('hc'), 'r3', 'the handoff to the waiting successor then goes through');
+is((tenure_of($node, 'hc'))[0], 'r3', 'the handoff to the waiting successor then goes through');
 
 $session{$_}->quit for keys %session;
 $node->stop;

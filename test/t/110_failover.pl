@@ -17,28 +17,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use TenureTest;
 
-# Run SQL that must fail; return psql's stderr with a verbose error report
-# (SQLSTATE after "ERROR:  ").
-sub sql_error
-{
-	my ($node, $sql) = @_;
-	my ($out, $err) = ('', '');
-	my $rc = $node->psql(
-		'postgres', "\\set VERBOSITY verbose\n$sql",
-		stdout => \$out,
-		stderr => \$err);
-	isnt($rc, 0, 'statement fails: ' . (split /\n/, $sql)[-1]);
-	return $err;
-}
-
-# A write to the fenced table presenting one token for lease "writer".
-sub fenced_write
-{
-	my ($epoch) = @_;
-	return "BEGIN;\nSET LOCAL tenure.tokens = 'writer=$epoch';\n"
-	  . "INSERT INTO orders VALUES ($epoch);\nCOMMIT;";
-}
-
 my $primary =
   tenure_node('failover_primary', init => { allows_streaming => 1 });
 $primary->safe_psql(
@@ -102,7 +80,7 @@ for my $lease (sort keys %old)
 my $last_old = $old{writer}[-1];
 
 # the fence on the old primary accepts exactly the current epoch
-$primary->safe_psql('postgres', fenced_write($last_old));
+$primary->safe_psql('postgres', fenced_write('orders', 'writer', $last_old));
 is($primary->safe_psql('postgres', 'SELECT count(*) FROM orders'),
 	'1', 'old primary: a write with the current token commits');
 
@@ -133,17 +111,17 @@ is($standby->safe_psql('postgres', 'SELECT count(*) FROM orders'),
 for my $epoch (@{ $old{writer} })
 {
 	like(
-		sql_error($standby, fenced_write($epoch)),
+		sql_error($standby, 'postgres', fenced_write('orders', 'writer', $epoch)),
 		qr/ERROR:  TN002: write to table "orders" fenced by lease "writer" rejected: the lease has no live tenure/,
 		"new primary, no tenure yet: old token $epoch rejected with TN002");
 }
 # the latest epoch this server knows is the replicated one
 like(
-	sql_error($standby, fenced_write($last_old)),
+	sql_error($standby, 'postgres', fenced_write('orders', 'writer', $last_old)),
 	qr/DETAIL:  The transaction presented epoch $last_old; the latest epoch is $replicated\./,
 	"new primary, no tenure yet: the detail names the latest epoch $replicated");
 like(
-	sql_error($standby, 'INSERT INTO orders VALUES (0)'),
+	sql_error($standby, 'postgres', 'INSERT INTO orders VALUES (0)'),
 	qr/ERROR:  TN002: table "orders" is fenced by lease "writer" and the transaction presents no epoch for it/,
 	'new primary: a write without a token is rejected with TN002');
 
@@ -177,20 +155,20 @@ is( $standby->safe_psql(
 for my $epoch (@{ $old{writer} })
 {
 	like(
-		sql_error($standby, fenced_write($epoch)),
+		sql_error($standby, 'postgres', fenced_write('orders', 'writer', $epoch)),
 		qr/ERROR:  TN002: write to table "orders" fenced by lease "writer" rejected: epoch $epoch is not current/,
 		"new primary, new tenure: old token $epoch rejected with TN002");
 }
 
 # the new token works, and a claim on the new primary keeps increasing
-$standby->safe_psql('postgres', fenced_write($new));
+$standby->safe_psql('postgres', fenced_write('orders', 'writer', $new));
 is($standby->safe_psql('postgres', 'SELECT epoch FROM orders'),
 	$new, 'new primary: a write with the new token commits');
 my $claimed =
   $standby->safe_psql('postgres', "SELECT tenure.claim_epoch('writer', 'c')");
 cmp_ok($claimed, '>', $new, 'new primary: a claim issues a greater epoch');
 like(
-	sql_error($standby, fenced_write($new)),
+	sql_error($standby, 'postgres', fenced_write('orders', 'writer', $new)),
 	qr/ERROR:  TN002: write to table "orders" fenced by lease "writer" rejected: epoch $new is not current/,
 	'new primary: the token replaced by the claim is rejected');
 

@@ -16,12 +16,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use TenureTest;
 
-# how many keepers run, and whether exactly one does
-my $keeper_count =
-  "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
-my $keeper_runs =
-  "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
-
 my $primary =
   tenure_node('standby_primary', init => { allows_streaming => 1 });
 $primary->safe_psql(
@@ -32,8 +26,7 @@ $primary->safe_psql(
 	CREATE TABLE plain_t (x int);
 	SELECT tenure.fence_table('fenced_t', 'st');
 });
-ok($primary->poll_query_until('postgres', $keeper_runs),
-	'primary: the keeper runs');
+ok(wait_for_keeper($primary), 'primary: the keeper runs');
 
 my $standby = tenure_standby($primary, 'standby_standby');
 
@@ -69,11 +62,7 @@ my @refused = (
 for my $case (@refused)
 {
 	my ($sql, $what) = @$case;
-	my ($out, $err) = ('', '');
-	my $rc = $standby->psql(
-		'postgres', "\\set VERBOSITY verbose\n$sql",
-		stdout => \$out,
-		stderr => \$err);
+	my ($rc, $err) = try_sql($standby, 'postgres', $sql);
 	isnt($rc, 0, "standby: $sql fails");
 	like(
 		$err,
@@ -129,16 +118,14 @@ is($standby->safe_psql('postgres', $history_query),
 	$history, 'standby: the history is unchanged');
 
 # --- no keeper during recovery (it had all the time the checks above took)
-is($standby->safe_psql('postgres', $keeper_count),
-	'0', 'standby: no pg_tenure keeper runs during recovery');
+is(keeper_pid($standby), '', 'standby: no pg_tenure keeper runs during recovery');
 
 # --- promotion
 $primary->stop;
 $standby->promote;
 ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
 	'standby promoted');
-ok($standby->poll_query_until('postgres', $keeper_runs),
-	'promoted: the keeper starts');
+ok(wait_for_keeper($standby), 'promoted: the keeper starts');
 
 is( $standby->safe_psql(
 		'postgres', "SELECT epoch FROM tenure.await_change('st', NULL)"),

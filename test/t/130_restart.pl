@@ -21,8 +21,6 @@ use TenureTest;
 
 # private advisory key space of the keeper's lease locks (objsubid in pg_locks)
 my $lease_lock = "locktype = 'advisory' AND objsubid = 32321";
-my $keeper_runs =
-  "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
 
 my $node = tenure_node(
 	'restart', conf => q{
@@ -37,31 +35,10 @@ $node->safe_psql(
 	SELECT tenure.fence_table('fenced_sb', 'sb');
 	SELECT tenure.fence_table('fenced_pl', 'pl');
 });
-ok($node->poll_query_until('postgres', $keeper_runs), 'the keeper runs');
+ok(wait_for_keeper($node), 'the keeper runs');
 
 # every epoch issued so far, per lease
 my %issued = (sb => [], pl => []);
-
-# Run SQL that must fail; return psql's stderr with a verbose error report.
-sub sql_error
-{
-	my ($sql) = @_;
-	my ($out, $err) = ('', '');
-	my $rc = $node->psql(
-		'postgres', "\\set VERBOSITY verbose\n$sql",
-		stdout => \$out,
-		stderr => \$err);
-	isnt($rc, 0, 'statement fails: ' . (split /\n/, $sql)[-1]);
-	return $err;
-}
-
-# A write to lease's fenced table presenting one token.
-sub fenced_write
-{
-	my ($lease, $epoch) = @_;
-	return "BEGIN;\nSET LOCAL tenure.tokens = '$lease=$epoch';\n"
-	  . "INSERT INTO fenced_$lease VALUES ($epoch);\nCOMMIT;";
-}
 
 # Check that a new epoch exceeds every epoch issued before for the lease,
 # then remember it.
@@ -108,7 +85,7 @@ sub start_tenures
 
 	# the fences accept the current tokens, presented in the transaction,
 	# also from the session-bound holder's own session
-	$node->safe_psql('postgres', fenced_write('pl', $issued{pl}[-1]));
+	$node->safe_psql('postgres', fenced_write('fenced_pl', 'pl', $issued{pl}[-1]));
 	$holder->query_safe(
 		"BEGIN; SET LOCAL tenure.tokens = 'sb=$issued{sb}[-1]'; INSERT INTO fenced_sb VALUES ($issued{sb}[-1]); COMMIT;"
 	);
@@ -154,14 +131,14 @@ sub check_after_restart
 		for my $epoch (@{ $issued{$lease} })
 		{
 			like(
-				sql_error(fenced_write($lease, $epoch)),
+				sql_error($node, 'postgres', fenced_write("fenced_$lease", $lease, $epoch)),
 				qr/ERROR:  TN002: write to table "fenced_$lease" fenced by lease "$lease" rejected: the lease has no live tenure/,
 				"$round, no tenure: pre-restart token $lease=$epoch rejected with TN002"
 			);
 		}
 	}
 	like(
-		sql_error(fenced_write('pl', $issued{pl}[-1])),
+		sql_error($node, 'postgres', fenced_write('fenced_pl', 'pl', $issued{pl}[-1])),
 		qr/DETAIL:  The transaction presented epoch $issued{pl}[-1]; the latest epoch is $issued{pl}[-1]\./,
 		"$round: the detail names the latest epoch, which survived");
 
@@ -196,13 +173,13 @@ sub check_after_restart
 		for my $epoch (@{ $issued{$lease} }[ 0 .. $#{ $issued{$lease} } - 1 ])
 		{
 			like(
-				sql_error(fenced_write($lease, $epoch)),
+				sql_error($node, 'postgres', fenced_write("fenced_$lease", $lease, $epoch)),
 				qr/ERROR:  TN002: write to table "fenced_$lease" fenced by lease "$lease" rejected/,
 				"$round, new tenure: pre-restart token $lease=$epoch rejected with TN002"
 			);
 		}
 	}
-	$node->safe_psql('postgres', fenced_write('pl', $pl));
+	$node->safe_psql('postgres', fenced_write('fenced_pl', 'pl', $pl));
 	is($node->safe_psql('postgres', 'SELECT max(epoch) FROM fenced_pl'),
 		$pl, "$round: a write with the new token commits");
 	is( $node->safe_psql(
@@ -231,8 +208,7 @@ is_deeply(
 	$open,
 	[ "pl/$issued{pl}[-1]", "sb/$issued{sb}[-1]" ],
 	'crash: two tenures are open in the history');
-my $old_keeper = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'");
+my $old_keeper = keeper_pid($node);
 
 my $victim = $node->background_psql('postgres');
 my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
@@ -242,14 +218,8 @@ $node->wait_for_log(qr/all server processes terminated; reinitializing/,
 	$log_offset);
 ok($node->poll_query_until('postgres', undef, ''),
 	'crash: the server accepts connections again');
-ok($node->poll_query_until('postgres', $keeper_runs),
-	'crash: a keeper runs again');
-isnt(
-	$node->safe_psql(
-		'postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'"),
-	$old_keeper,
-	'crash: it is a new keeper');
+ok(wait_for_keeper($node), 'crash: a keeper runs again');
+isnt(keeper_pid($node), $old_keeper, 'crash: it is a new keeper');
 $victim->quit;
 $holder->quit;
 
@@ -264,8 +234,7 @@ is_deeply(
 	'restart: two tenures are open in the history');
 
 $node->restart;
-ok($node->poll_query_until('postgres', $keeper_runs),
-	'restart: the keeper runs');
+ok(wait_for_keeper($node), 'restart: the keeper runs');
 $holder->quit;
 
 check_after_restart('restart', $open);

@@ -18,8 +18,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use TenureTest;
 
-my $keeper_runs =
-  "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
 
 my $node =
   tenure_node('restart_holdoff', conf => "restart_after_crash = on\n");
@@ -88,14 +86,14 @@ $node->wait_for_log(qr/all server processes terminated; reinitializing/,
 	$log_offset);
 ok($node->poll_query_until('postgres', undef, ''),
 	'crash: the server accepts connections again');
-ok($node->poll_query_until('postgres', $keeper_runs), 'crash: the keeper runs');
+ok(wait_for_keeper($node), 'crash: the keeper runs');
 $victim->quit;
 check_successor('crash', $old, 'after-crash');
 
 # --- clean restart
 $old = hold('before-restart');
 $node->restart;
-ok($node->poll_query_until('postgres', $keeper_runs), 'restart: the keeper runs');
+ok(wait_for_keeper($node), 'restart: the keeper runs');
 check_successor('restart', $old, 'after-restart');
 
 $node->stop;

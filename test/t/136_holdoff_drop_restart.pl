@@ -19,8 +19,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use TenureTest;
 
-my $keeper_runs =
-  "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'";
 
 my $node = tenure_node('holdoff_drop_restart');
 
@@ -68,7 +66,7 @@ is( $node->safe_psql(
 $node->safe_psql('postgres', "SELECT tenure.drop_lease('longer')");
 
 $node->restart;
-ok($node->poll_query_until('postgres', $keeper_runs), 'the keeper runs');
+ok(wait_for_keeper($node), 'the keeper runs');
 
 $node->safe_psql(
 	'postgres', q{

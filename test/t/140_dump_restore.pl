@@ -25,26 +25,12 @@ for my $node ($src, $dst)
 		'CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE DATABASE app;');
 }
 
-# Run SQL in database app; return psql's stderr with a verbose error report.
-sub sql_error
-{
-	my ($node, $sql) = @_;
-	my ($out, $err) = ('', '');
-	my $rc = $node->psql(
-		'app', "\\set VERBOSITY verbose\n$sql",
-		stdout => \$out,
-		stderr => \$err);
-	isnt($rc, 0, 'statement fails: ' . (split /\n/, $sql)[-1]);
-	return $err;
-}
-
 # A write to orders, as alice, presenting one token.
-sub fenced_write
+sub alice_write
 {
 	my ($epoch, $id) = @_;
-	return "SET ROLE alice;\nBEGIN;\n"
-	  . "SET LOCAL tenure.tokens = 'orders-writer=$epoch';\n"
-	  . "INSERT INTO orders VALUES ($id, $epoch);\nCOMMIT;";
+	return "SET ROLE alice;\n"
+	  . fenced_write('orders', 'orders-writer', $epoch, "$id, $epoch");
 }
 
 # --- a database using pg_tenure
@@ -80,7 +66,7 @@ issue('orders-writer', 'alice', "tenure.acquire('orders-writer', 'w1')");
 issue('orders-writer', 'alice', "tenure.claim_epoch('orders-writer', 'w1')");
 my $writer_epoch =
   issue('orders-writer', 'alice', "tenure.claim_epoch('orders-writer', 'w1')");
-$src->safe_psql('app', fenced_write($writer_epoch, $_)) for 1 .. 3;
+$src->safe_psql('app', alice_write($writer_epoch, $_)) for 1 .. 3;
 issue('jobs', 'alice', "tenure.acquire('jobs', 'j1')");
 is($src->safe_psql('app', "SET ROLE alice; SELECT tenure.release('jobs', 'j1')"),
 	't', 'source: j1 releases jobs');
@@ -176,11 +162,11 @@ for my $lease (sort keys %old)
 
 # --- old tokens before and after the next tenure
 like(
-	sql_error($dst, fenced_write($writer_epoch, 10)),
+	sql_error($dst, 'app', alice_write($writer_epoch, 10)),
 	qr/ERROR:  TN002: write to table "orders" fenced by lease "orders-writer" rejected: the lease has no live tenure/,
 	'destination, no tenure: the latest source token is rejected with TN002');
 like(
-	sql_error($dst, "SET ROLE alice;\nINSERT INTO orders VALUES (11, 0);"),
+	sql_error($dst, 'app', "SET ROLE alice;\nINSERT INTO orders VALUES (11, 0);"),
 	qr/ERROR:  TN002: table "orders" is fenced by lease "orders-writer" and the transaction presents no epoch for it/,
 	'destination: a write without a token is rejected with TN002');
 
@@ -192,11 +178,11 @@ cmp_ok($new, '>', $_, "destination: new epoch $new > source epoch $_")
 for my $epoch (@{ $old{'orders-writer'} })
 {
 	like(
-		sql_error($dst, fenced_write($epoch, 12)),
+		sql_error($dst, 'app', alice_write($epoch, 12)),
 		qr/ERROR:  TN002: write to table "orders" fenced by lease "orders-writer" rejected: epoch $epoch is not current/,
 		"destination, new tenure: source token $epoch is rejected with TN002");
 }
-$dst->safe_psql('app', fenced_write($new, 13));
+$dst->safe_psql('app', alice_write($new, 13));
 is($dst->safe_psql('app', 'SELECT epoch FROM orders WHERE id = 13'),
 	$new, 'destination: a write with the new token commits');
 
@@ -229,18 +215,17 @@ is( $dst->safe_psql(
 	'f|f',
 	'destination: the keeper holds the lock_keys 4242 and -17');
 like(
-	sql_error($dst,
-		"SET ROLE bob;\nBEGIN;\nSET LOCAL tenure.tokens = 'shard-7=$old{'shard-7'}[-1]';\nINSERT INTO events_2026 VALUES (1, '2026-05-01');\nCOMMIT;"
-	),
+	sql_error($dst, 'app',
+		"SET ROLE bob;\n"
+		  . fenced_write('events_2026', 'shard-7', $old{'shard-7'}[-1], "1, '2026-05-01'")),
 	qr/ERROR:  TN002: write to table "events_2026" fenced by lease "shard-7" rejected: epoch $old{'shard-7'}[-1] is not current/,
 	'destination: a partition rejects the old token of shard-7');
 $dst->safe_psql('app',
-	"SET ROLE bob; BEGIN; SET LOCAL tenure.tokens = 'shard-7=$shard'; INSERT INTO events VALUES (1, '2026-05-01'); COMMIT;"
-);
+	"SET ROLE bob;\n" . fenced_write('events', 'shard-7', $shard, "1, '2026-05-01'"));
 is($dst->safe_psql('app', 'SELECT count(*) FROM events_2026'),
 	'1', 'destination: a write through the parent with the new token commits');
 like(
-	sql_error($dst, "SET ROLE bob;\nSELECT tenure.acquire('orders-writer', 'b3');"),
+	sql_error($dst, 'app', "SET ROLE bob;\nSELECT tenure.acquire('orders-writer', 'b3');"),
 	qr/ERROR:  42501: permission denied for lease "orders-writer"/,
 	'destination: bob may not acquire alice\'s lease');
 $dst->safe_psql('app', "SET ROLE bob; SELECT tenure.create_lease('fresh')");

@@ -25,27 +25,6 @@ $node->safe_psql(
 	SELECT tenure.fence_table('t', 'w');
 });
 
-# Run SQL that must fail; return psql's stderr with a verbose error report.
-sub sql_error
-{
-	my ($sql) = @_;
-	my ($out, $err) = ('', '');
-	my $rc = $node->psql(
-		'app', "\\set VERBOSITY verbose\n$sql",
-		stdout => \$out,
-		stderr => \$err);
-	isnt($rc, 0, 'statement fails: ' . (split /\n/, $sql)[-1]);
-	return $err;
-}
-
-# A write to the fenced table presenting one token.
-sub fenced_write
-{
-	my ($epoch) = @_;
-	return "BEGIN;\nSET LOCAL tenure.tokens = 'w=$epoch';\n"
-	  . "INSERT INTO t VALUES ($epoch);\nCOMMIT;";
-}
-
 my @issued;
 push @issued, $node->safe_psql('app', "SELECT tenure.acquire('w', 'a')");
 
@@ -76,14 +55,14 @@ is( $node->safe_psql(
 
 my ($out, $err) = ('', '');
 $node->psql(
-	'app', fenced_write($new),
+	'app', fenced_write('t', 'w', $new),
 	stdout => \$out,
 	stderr => \$err);
 is($err, '', 'a write with the new token commits');
 for my $epoch (@issued)
 {
 	like(
-		sql_error(fenced_write($epoch)),
+		sql_error($node, 'app', fenced_write('t', 'w', $epoch)),
 		qr/ERROR:  TN002: write to table "t" fenced by lease "w" rejected/,
 		"a token from before the restore ($epoch) is rejected with TN002");
 }

@@ -17,9 +17,7 @@ use Test::More;
 use TenureTest;
 
 my $node = tenure_node('holdoff_chain');
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'")
-  or die "keeper did not start";
+wait_for_keeper($node) or die "keeper did not start";
 $node->safe_psql('postgres',
 	"SELECT tenure.create_lease('chain', ttl => '10 min')");
 

@@ -173,10 +173,7 @@ ok( $node->poll_query_until(
 		"SELECT NOT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory'"
 		  . " AND database = (SELECT oid FROM pg_database WHERE datname = 'x'))"),
 	'the keeper let go of the old tenure\'s lock');
-($ret, $out, $err) = $node->psql(
-	'x',
-	"\\set VERBOSITY verbose\nBEGIN;\nSET LOCAL tenure.tokens = 'w=$old_epoch';\n"
-	  . "INSERT INTO t VALUES (1);\nCOMMIT;");
+($ret, $err) = try_sql($node, 'x', fenced_write('t', 'w', $old_epoch, 1));
 like($err, qr/ERROR:  TN002: write to table "t" fenced by lease "w" rejected/,
 	'the old token is rejected by the newly fenced table');
 unlike($err, qr/tenure\.tokens/, 'the token itself was well formed');
@@ -188,10 +185,7 @@ is($node->safe_psql('x', "SELECT tenure.renew('w', 'old')"),
 my $new_epoch = $node->safe_psql('x', "SELECT tenure.acquire('w', 'new')");
 cmp_ok($new_epoch, '>', $old_epoch,
 	"a new holder's epoch $new_epoch exceeds the old tenure's");
-($ret, $out, $err) = $node->psql(
-	'x',
-	"\\set VERBOSITY verbose\nBEGIN;\nSET LOCAL tenure.tokens = 'w=$old_epoch';\n"
-	  . "INSERT INTO t VALUES (1);\nCOMMIT;");
+($ret, $err) = try_sql($node, 'x', fenced_write('t', 'w', $old_epoch, 1));
 like($err, qr/ERROR:  TN002: write to table "t" fenced by lease "w" rejected: epoch $old_epoch is not current/,
 	'the old token is still rejected once the new lease is held');
 

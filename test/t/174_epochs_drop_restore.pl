@@ -20,26 +20,6 @@ use TenureTest;
 
 my $node = tenure_node('drop_restore', extension => 0);
 
-# A write to the fenced table presenting one token in the transaction.
-sub fenced_write
-{
-	my ($epoch) = @_;
-	return "BEGIN;\nSET LOCAL tenure.tokens = 'w=$epoch';\n"
-	  . "INSERT INTO t VALUES ($epoch);\nCOMMIT;";
-}
-
-# Run SQL in a database; return psql's exit code and its verbose stderr.
-sub try_sql
-{
-	my ($db, $sql) = @_;
-	my ($out, $err) = ('', '');
-	my $rc = $node->psql(
-		$db, "\\set VERBOSITY verbose\n$sql",
-		stdout => \$out,
-		stderr => \$err);
-	return ($rc, $err);
-}
-
 # Create database $db with lease w fencing table t, start a tenure, dump
 # the database, and claim new epochs after the dump.  Returns the dump and
 # every epoch issued; the last one is the stale writer's.
@@ -66,7 +46,7 @@ sub prepare
 		"$db: the claims after the dump issued greater epochs (@issued)");
 
 	# the stale writer's token works until the database is rolled back
-	my ($rc, $err) = try_sql($db, fenced_write($issued[-1]));
+	my ($rc, $err) = try_sql($node, $db, fenced_write('t', 'w', $issued[-1]));
 	is($rc, 0, "$db: the writer's token $issued[-1] commits before the restore")
 	  or diag($err);
 	return ($dump, @issued);
@@ -84,14 +64,14 @@ sub check_after
 
 	for my $epoch (@issued)
 	{
-		my ($rc, $err) = try_sql($db, fenced_write($epoch));
+		my ($rc, $err) = try_sql($node, $db, fenced_write('t', 'w', $epoch));
 		isnt($rc, 0, "$db, $what: a write with token $epoch fails");
 		like(
 			$err,
 			qr/ERROR:  TN002: (commit of a )?write to table "t" fenced by lease "w" rejected/,
 			"$db, $what: token $epoch is rejected with TN002");
 	}
-	my ($rc, $err) = try_sql($db, fenced_write($new));
+	my ($rc, $err) = try_sql($node, $db, fenced_write('t', 'w', $new));
 	is($rc, 0, "$db, $what: a write with the new token $new commits")
 	  or diag($err);
 	is( $node->safe_psql(

@@ -108,20 +108,13 @@ $new = $issued[-1];
 # the tokens of the earlier timelines are rejected, the new one works
 for my $epoch (@issued[ 0 .. $#issued - 1 ])
 {
-	my ($out, $err) = ('', '');
-	$restored->psql(
-		'postgres',
-		"\\set VERBOSITY verbose\nBEGIN;\nSET LOCAL tenure.tokens = 'w=$epoch';\n"
-		  . "INSERT INTO t VALUES ($epoch);\nCOMMIT;",
-		stdout => \$out,
-		stderr => \$err);
+	my (undef, $err) = try_sql($restored, 'postgres', fenced_write('t', 'w', $epoch));
 	like(
 		$err,
 		qr/ERROR:  TN002: (commit of a )?write to table "t" fenced by lease "w" rejected/,
 		"timeline 4: token $epoch is rejected with TN002");
 }
-$restored->safe_psql('postgres',
-	"BEGIN; SET LOCAL tenure.tokens = 'w=$new'; INSERT INTO t VALUES ($new); COMMIT;");
+$restored->safe_psql('postgres', fenced_write('t', 'w', $new));
 is($restored->safe_psql('postgres', 'SELECT string_agg(epoch::text, \',\') FROM t'),
 	$new, 'timeline 4: only the write with the current token is in the table');
 

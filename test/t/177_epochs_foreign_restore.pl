@@ -47,16 +47,10 @@ sub advance_wal
 
 # Run a fenced write in database $db of $node presenting one token; return
 # psql's verbose stderr ('' if it committed).
-sub fenced_write
+sub write_error
 {
 	my ($node, $db, $epoch) = @_;
-	my ($out, $err) = ('', '');
-	$node->psql(
-		$db,
-		"\\set VERBOSITY verbose\nBEGIN;\nSET LOCAL tenure.tokens = 'w=$epoch';\n"
-		  . "INSERT INTO t VALUES ($epoch);\nCOMMIT;",
-		stdout => \$out,
-		stderr => \$err);
+	my (undef, $err) = try_sql($node, $db, fenced_write('t', 'w', $epoch));
 	return $err;
 }
 
@@ -74,11 +68,11 @@ sub restore_into_y
 	cmp_ok($new[1], '>', $new[0], "$db: Y's claim issues a greater epoch");
 	cmp_ok($new[0], '>', $_, "$db: Y's epoch $new[0] exceeds X's epoch $_")
 	  for @foreign;
-	like(fenced_write($y, $db, $_),
+	like(write_error($y, $db, $_),
 		qr/ERROR:  TN002: (commit of a )?write to table "t" fenced by lease "w" rejected/,
 		"$db: X's token $_ is rejected with TN002")
 	  for @foreign;
-	is(fenced_write($y, $db, $new[1]), '', "$db: Y's current token commits");
+	is(write_error($y, $db, $new[1]), '', "$db: Y's current token commits");
 	return @new;
 }
 
@@ -139,11 +133,11 @@ my $new = $standby->safe_psql('failover', "SELECT tenure.acquire('w', 's')");
 like($new, qr/^\d+$/, "failover: the new primary issues epoch $new");
 cmp_ok($new, '>', $_, "failover: new epoch $new exceeds the old primary's $_")
   for @old, @x_epochs;
-like(fenced_write($standby, 'failover', $_),
+like(write_error($standby, 'failover', $_),
 	qr/ERROR:  TN002: (commit of a )?write to table "t" fenced by lease "w" rejected/,
 	"failover: the old primary's token $_ is rejected with TN002")
   for @old;
-is(fenced_write($standby, 'failover', $new), '',
+is(write_error($standby, 'failover', $new), '',
 	'failover: the new primary\'s token commits');
 
 $standby->stop;

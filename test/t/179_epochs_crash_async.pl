@@ -81,13 +81,7 @@ for my $round (1 .. $rounds)
 	ok(@seen >= 300, "round $round: the client saw its epochs before the crash");
 
 	$node->start;
-	wait_until(
-		'the keeper after the crash',
-		sub {
-			$node->safe_psql('postgres',
-				"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'"
-			) eq 't';
-		});
+	wait_for_keeper($node) or fail('timed out waiting for the keeper after the crash');
 
 	my $stored = $node->safe_psql('postgres', "SELECT tenure.current_epoch('ca')");
 	$lost_rounds++ if $stored < $max_seen;

@@ -19,6 +19,21 @@
 #                                            # call for $primary), started
 #   my $standby = tenure_standby($primary, 'name', start => 0);
 #                                            # the same, not started
+#   start_statement($session, $sql);         # $sql in a background_psql
+#                                            # session, not waiting for
+#                                            # its result
+#   my $pid = keeper_pid($node);             # '' if no keeper runs
+#   my $pid = wait_for_keeper($node);        # poll until exactly one keeper
+#   my $pid = wait_for_keeper($node, $old);  # runs (one that is not $old);
+#                                            # its pid, undef if none came
+#   my $sql = fenced_write('t', 'w', $epoch);   # a transaction presenting
+#                                            # token w=$epoch that inserts
+#                                            # ($epoch) into table t
+#   my $sql = fenced_write('t', 'w', $epoch, "$id, $epoch");  # other values
+#   my ($rc, $stderr) = try_sql($node, 'db', $sql);   # psql, errors
+#                                            # verbose (with the SQLSTATE)
+#   my $stderr = sql_error($node, 'db', $sql);   # the same, and a test
+#                                            # that it fails
 #
 # Polls have a deadline of PostgreSQL::Test::Utils::timeout_default and
 # never sleep a fixed time for an outcome.
@@ -34,7 +49,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(tenure_node wait_until tenure_of tenure_standby);
+our @EXPORT = qw(tenure_node wait_until tenure_of tenure_standby
+  start_statement keeper_pid wait_for_keeper fenced_write try_sql sql_error);
 
 sub tenure_node
 {
@@ -86,6 +102,66 @@ sub tenure_standby
 	$standby->init_from_backup($primary, 'base', has_streaming => 1);
 	$standby->start if $params{start} // 1;
 	return $standby;
+}
+
+sub start_statement
+{
+	my ($session, $sql) = @_;
+
+	$session->query_until(qr/started/, "\\echo started\n$sql\n");
+	return;
+}
+
+# the keeper's rows of pg_stat_activity
+my $keeper_where = "backend_type = 'pg_tenure keeper'";
+
+sub keeper_pid
+{
+	my ($node) = @_;
+
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE $keeper_where");
+}
+
+sub wait_for_keeper
+{
+	my ($node, $old) = @_;
+	my $where = $keeper_where . (defined $old ? " AND pid <> $old" : '');
+
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE $where")
+	  or return undef;
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE $where");
+}
+
+sub fenced_write
+{
+	my ($table, $lease, $epoch, $values) = @_;
+
+	return "BEGIN;\nSET LOCAL tenure.tokens = '$lease=$epoch';\n"
+	  . "INSERT INTO $table VALUES (" . ($values // $epoch) . ");\nCOMMIT;";
+}
+
+sub try_sql
+{
+	my ($node, $db, $sql) = @_;
+	my ($out, $err) = ('', '');
+	my $rc = $node->psql(
+		$db, "\\set VERBOSITY verbose\n$sql",
+		stdout => \$out,
+		stderr => \$err);
+
+	return ($rc, $err);
+}
+
+sub sql_error
+{
+	my ($node, $db, $sql) = @_;
+	my ($rc, $err) = try_sql($node, $db, $sql);
+
+	isnt($rc, 0, 'statement fails: ' . (split /\n/, $sql)[-1]);
+	return $err;
 }
 
 1;
