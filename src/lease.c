@@ -18,6 +18,7 @@
 
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -644,7 +645,9 @@ pg_tenure_release(PG_FUNCTION_ARGS)
  * tenure.leader_is(lease, holder) returns boolean
  *
  * True iff holder holds a live, active tenure of the lease.  Answered from
- * shared memory alone.
+ * shared memory alone.  Never true on a hot standby: replay brings the
+ * primary's rows, not its tenures, and may lag it without bound, so no
+ * client may lead on a standby's answer (doc/high-availability.md).
  */
 Datum
 pg_tenure_leader_is(PG_FUNCTION_ARGS)
@@ -654,6 +657,8 @@ pg_tenure_leader_is(PG_FUNCTION_ARGS)
 	TenureKey	key;
 
 	tenure_require_loaded();
+	if (RecoveryInProgress())
+		PG_RETURN_BOOL(false);
 	tenure_make_key(&key, MyDatabaseId, name);
 	PG_RETURN_BOOL(tenure_state_leads(&key, holder, tenure_mono_now()));
 }
@@ -661,7 +666,10 @@ pg_tenure_leader_is(PG_FUNCTION_ARGS)
 /*
  * tenure.current_epoch(lease) returns bigint
  *
- * The lease's latest epoch, from its durable row (works on a standby).
+ * The lease's latest epoch, from its durable row.  On a hot standby, the
+ * latest epoch replay has brought: the primary's as of
+ * pg_last_xact_replay_timestamp() (tenure.leases.as_of), perhaps behind
+ * it by the replay lag.
  */
 Datum
 pg_tenure_current_epoch(PG_FUNCTION_ARGS)

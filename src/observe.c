@@ -57,7 +57,8 @@ PG_FUNCTION_INFO_V1(pg_tenure_waiters);
  * Waits until the holder's tenure of the lease is active (true), or until
  * the holder no longer holds the lease or the timeout passes (false).
  * Woken by every change of a tenure and at the end of the hold-off; no
- * polling.  Cancellable.
+ * polling.  Cancellable.  False at once on a hot standby, where nobody
+ * leads.
  */
 Datum
 pg_tenure_await_active(PG_FUNCTION_ARGS)
@@ -74,6 +75,9 @@ pg_tenure_await_active(PG_FUNCTION_ARGS)
 	holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
 	timeout_us = tenure_arg_interval(fcinfo, 2, "timeout", true,
 									 TENURE_MAX_WAIT_US);
+
+	if (RecoveryInProgress())
+		PG_RETURN_BOOL(false);
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	deadline = tenure_mono_now() + timeout_us;
