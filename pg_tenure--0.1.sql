@@ -316,14 +316,29 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION tenure._lease_state() IS
 	'Shared-memory state of this database''s leases (internal; use tenure.leases)';
 
+-- On a primary the tenure columns are live, from shared memory.  On a hot
+-- standby shared memory holds no tenure (replay does not touch it): they
+-- come from the replicated tables instead, the open tenure.history row of
+-- the lease, and as_of says when the primary committed the last transaction
+-- replay applied ('-infinity' until replay has applied one since the
+-- standby started).  What only the primary's memory knows (renewal,
+-- expiry, activation, backend, lock, holder's role) stays NULL there, so no
+-- row of a standby reads like a live tenure.
 CREATE VIEW tenure.leases AS
+WITH replica AS MATERIALIZED (
+	SELECT CASE WHEN pg_catalog.pg_is_in_recovery()
+				THEN COALESCE(pg_catalog.pg_last_xact_replay_timestamp(),
+							  '-infinity')
+		   END AS as_of
+)
 SELECT l.name AS lease,
-	   s.holder,
+	   CASE WHEN r.as_of IS NULL THEN s.holder ELSE h.holder END AS holder,
 	   l.epoch,
-	   s.session_bound,
+	   CASE WHEN r.as_of IS NULL THEN s.session_bound
+			ELSE h.session_bound END AS session_bound,
 	   l.ttl,
 	   l.holdoff,
-	   s.acquired,
+	   CASE WHEN r.as_of IS NULL THEN s.acquired ELSE h.acquired END AS acquired,
 	   s.last_renewed,
 	   s.expires,
 	   s.active_from,
@@ -340,11 +355,34 @@ SELECT l.name AS lease,
 		   AND c.relname OPERATOR(pg_catalog.=) ('fence_lock_' OPERATOR(pg_catalog.||) l.fence_lock)
 	   )::pg_catalog.regclass AS fence_lock,
 	   l.preferred,
-	   s.holder_role
+	   s.holder_role,
+	   r.as_of
   FROM tenure.lease l
-  LEFT JOIN tenure._lease_state() s ON s.lease OPERATOR(pg_catalog.=) l.name;
+ CROSS JOIN replica r
+  LEFT JOIN tenure._lease_state() s
+		 ON s.lease OPERATOR(pg_catalog.=) l.name AND r.as_of IS NULL
+  -- a standby's tenure: the lease's open row, acquired when the first row
+  -- of its run of claims started (a claim ends an epoch, not the tenure)
+  LEFT JOIN LATERAL (
+	SELECT o.holder, o.session_bound,
+		   (SELECT pg_catalog.min(t.started) FROM tenure.history t
+			 WHERE t.lease OPERATOR(pg_catalog.=) l.name
+			   AND t.epoch OPERATOR(pg_catalog.<=) o.epoch
+			   AND t.epoch OPERATOR(pg_catalog.>) COALESCE(
+					(SELECT pg_catalog.max(b.epoch) FROM tenure.history b
+					  WHERE b.lease OPERATOR(pg_catalog.=) l.name
+						AND b.epoch OPERATOR(pg_catalog.<) o.epoch
+						AND (b.end_reason IS NULL
+							 OR b.end_reason OPERATOR(pg_catalog.<>) 'claimed')),
+					0)) AS acquired
+	  FROM tenure.history o
+	 WHERE r.as_of IS NOT NULL
+	   AND o.lease OPERATOR(pg_catalog.=) l.name
+	   AND o.ended IS NULL
+	 ORDER BY o.epoch DESC
+	 LIMIT 1) h ON true;
 COMMENT ON VIEW tenure.leases IS
-	'Who holds which lease, since when, at which epoch and until when';
+	'Who holds which lease, since when, at which epoch and until when; on a standby, as the primary recorded it by as_of';
 GRANT SELECT ON tenure.leases TO PUBLIC;
 
 CREATE FUNCTION tenure._lease_stats(
