@@ -13,12 +13,19 @@
  * leader_is() answers false until then.  await_active() lets a client
  * sleep until that moment instead of polling leader_is().
  *
- * It reads shared memory only, through the state module's readers
- * (state.c, and state_wait.c for the waiters), and sleeps on state.c's
- * condition variable, broadcast on every change of a tenure;
+ * On a primary it reads shared memory only, through the state module's
+ * readers (state.c, and state_wait.c for the waiters), and sleeps on
+ * state.c's condition variable, broadcast on every change of a tenure;
  * the hold-off's end is not a change anybody broadcasts,
  * so the sleep is also bounded by the tenure's active_mono.  It needs no
  * lease slot: a lease without one has no holder.
+ *
+ * On a hot standby shared memory holds no tenure: replay does not touch
+ * it.  There await_change() polls the replicated tables instead (the
+ * lease's epoch, the holder of its open tenure.history row: what
+ * tenure.leases shows there), and await_active() answers false at once,
+ * as leader_is() does: a standby's answer may lag the primary's by an
+ * unbounded replay delay, and nobody leads on it (doc/high-availability.md).
  *
  *-------------------------------------------------------------------------
  */
@@ -32,6 +39,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
@@ -181,84 +189,142 @@ pg_tenure_lease_state(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/*
- * tenure.await_change(lease, known_epoch, known_holder, timeout)
- *		returns (changed boolean, holder text, epoch bigint)
- *
- * Sleeps until the lease's live holder or its epoch differs from what the
- * caller knew, or until the timeout; returns what it then sees.  A NULL
- * known_epoch returns at once.  Wakes on every lease change and when the
- * holder's tenure expires, without polling.
- */
-Datum
-pg_tenure_await_change(PG_FUNCTION_ARGS)
+/* What an await_change() caller knew of a lease, and what it then saw. */
+typedef struct TenureKnown
 {
-	char	   *name = tenure_arg_lease(fcinfo, 0);
-	bool		know_epoch = !PG_ARGISNULL(1);
-	int64		known_epoch = know_epoch ? PG_GETARG_INT64(1) : 0;
-	char	   *known_holder = PG_ARGISNULL(2) ? NULL :
-		tenure_arg_text(fcinfo, 2, "known_holder", TENURE_HOLDER_MAX);
-	int64		timeout_us = tenure_arg_interval(fcinfo, 3, "timeout", true,
-												 TENURE_MAX_WAIT_US);
+	bool		know_epoch;		/* false: answer at once */
+	int64		epoch;
+	const char *holder;			/* NULL: no holder */
+} TenureKnown;
+
+typedef struct TenureSeen
+{
+	int64		epoch;
+	bool		held;
+	char		holder[TENURE_HOLDER_MAX + 1];	/* if held */
+} TenureSeen;
+
+/*
+ * Whether what await_change() sees differs from what its caller knew.
+ */
+static bool
+tenure_seen_changed(const TenureKnown *known, const TenureSeen *seen)
+{
+	return !known->know_epoch || seen->epoch != known->epoch ||
+		seen->held != (known->holder != NULL) ||
+		(seen->held && strcmp(seen->holder, known->holder) != 0);
+}
+
+/* a lease's epoch and the holder of its open tenure.history row */
+#define TENURE_REPLICA_SQL \
+	"SELECT l.epoch, (SELECT h.holder FROM tenure.history h" \
+	" WHERE h.lease OPERATOR(pg_catalog.=) l.name AND h.ended IS NULL" \
+	" ORDER BY h.epoch DESC LIMIT 1)" \
+	" FROM tenure.lease l WHERE l.name OPERATOR(pg_catalog.=) $1"
+
+/*
+ * What a hot standby knows of a lease, as tenure.leases shows it there:
+ * its latest epoch and the holder of its open tenure, read from the
+ * replicated tables under a snapshot taken now, whatever the transaction's
+ * isolation level (await_change answers what is current).  Fails with
+ * 42704 for an unknown lease.
+ */
+static void
+tenure_replica_read(const char *name, TenureSeen *seen)
+{
+	TenureSpi	spi;
+	Datum		args[1];
+	int			rc;
+
+	args[0] = CStringGetTextDatum(name);
+	tenure_spi_begin(&spi);
+	for (;;)
+	{
+		rc = SPI_execute_snapshot(tenure_spi_plan(TENURE_REPLICA_SQL, "t"),
+								  args, NULL, GetLatestSnapshot(),
+								  InvalidSnapshot, true, false, 1);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "SPI_execute_snapshot returned %d for a lease's holder", rc);
+		if (SPI_processed > 0)
+			break;
+
+		/* unknown: catalog.c says so, unless replay created it since */
+		{
+			TenureRow	row;
+
+			(void) tenure_load_committed(name, &row, false, NULL);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	seen->epoch = tenure_spi_int8(1, NULL);
+	{
+		char	   *holder = SPI_getvalue(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 2);
+
+		seen->held = (holder != NULL);
+		if (holder != NULL)
+			strlcpy(seen->holder, holder, sizeof(seen->holder));
+	}
+	tenure_spi_end(&spi);
+}
+
+/*
+ * await_change() on a hot standby, where replay does not touch shared
+ * memory: reads the replicated tables every TENURE_STANDBY_POLL_MS until
+ * what it sees changed or the deadline passes; sets *changed and returns
+ * true.  Returns false, with nothing decided, if recovery ended meanwhile:
+ * from then on the live tenures are in shared memory.
+ */
+static bool
+tenure_await_replica(const char *name, const TenureKnown *known,
+					 int64 deadline, TenureSeen *seen, bool *changed)
+{
+	MemoryContext loop_cxt = AllocSetContextCreate(CurrentMemoryContext,
+												   "tenure await_change",
+												   ALLOCSET_SMALL_SIZES);
+	MemoryContext old_cxt = MemoryContextSwitchTo(loop_cxt);
+	bool		answered = true;
+
+	for (;;)
+	{
+		MemoryContextReset(loop_cxt);
+		tenure_replica_read(name, seen);
+		*changed = tenure_seen_changed(known, seen);
+		if (*changed || tenure_mono_now() >= deadline)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(TENURE_STANDBY_POLL_MS,
+							 Max((deadline - tenure_mono_now() + 999) / 1000, 1)),
+						 TENURE_WAIT_EVENT);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (!RecoveryInProgress())
+		{
+			answered = false;
+			break;
+		}
+	}
+	MemoryContextSwitchTo(old_cxt);
+	MemoryContextDelete(loop_cxt);
+	return answered;
+}
+
+/*
+ * await_change() on a primary: sleeps on shared memory until the lease's
+ * live holder or epoch differs from what the caller knew, or the
+ * deadline passes.  Returns whether it changed.
+ */
+static bool
+tenure_await_live(const char *name, const TenureKnown *known,
+				  int64 deadline, TenureSeen *seen)
+{
 	TenureKey	key;
-	TupleDesc	tupdesc;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
-	char		holder[TENURE_HOLDER_MAX + 1];
-	bool		held = false;
-	int64		epoch = 0;
-	bool		changed = false;
-	int64		deadline;
 	int64		row_epoch;
 	int64		row_id;
 	bool		had_entry = false;
+	bool		changed;
 
-	tenure_require_loaded();
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
 	tenure_make_key(&key, MyDatabaseId, name);
-
-	deadline = tenure_mono_now() + timeout_us;
-
-	if (RecoveryInProgress())
-	{
-		/*
-		 * Replay does not touch shared memory: read the table until the
-		 * epoch changes.  Nobody holds a tenure on a standby.
-		 */
-		MemoryContext loop_cxt = AllocSetContextCreate(CurrentMemoryContext,
-													   "tenure await_change",
-													   ALLOCSET_SMALL_SIZES);
-		MemoryContext old_cxt = MemoryContextSwitchTo(loop_cxt);
-
-		for (;;)
-		{
-			TenureSpi	spi;
-			TenureRow	row;
-
-			MemoryContextReset(loop_cxt);
-			tenure_spi_begin(&spi);
-			tenure_load_row(name, &row, false);
-			tenure_spi_end(&spi);
-			epoch = row.epoch;
-			changed = !know_epoch || epoch != known_epoch || known_holder != NULL;
-			if (changed || tenure_mono_now() >= deadline)
-				break;
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 Min(TENURE_STANDBY_POLL_MS,
-								 Max((deadline - tenure_mono_now() + 999) / 1000, 1)),
-							 TENURE_WAIT_EVENT);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
-		MemoryContextSwitchTo(old_cxt);
-		MemoryContextDelete(loop_cxt);
-		values[0] = BoolGetDatum(changed);
-		nulls[1] = true;
-		values[2] = Int64GetDatum(epoch);
-		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
-														  values, nulls)));
-	}
 
 	/*
 	 * A lease that is not held needs no slot: its epoch is in its row (the
@@ -285,37 +351,77 @@ pg_tenure_await_change(PG_FUNCTION_ARGS)
 		bool		gone = false;
 		TenureWatch watch;
 
-		held = false;
-		epoch = row_epoch;
+		seen->held = false;
+		seen->epoch = row_epoch;
 		if (tenure_state_watch(&key, row_id, now, &watch))
 		{
 			had_entry = true;
-			epoch = Max(watch.epoch, row_epoch);
+			seen->epoch = Max(watch.epoch, row_epoch);
 			if (watch.held)
 			{
-				held = true;
-				strlcpy(holder, watch.holder, sizeof(holder));
+				seen->held = true;
+				strlcpy(seen->holder, watch.holder, sizeof(seen->holder));
 				wake = Min(wake, watch.expiry_mono);
 			}
 		}
 		else if (had_entry)
 			gone = true;		/* dropped, or its slot reused: look again */
 
-		changed = !know_epoch || gone || epoch != known_epoch ||
-			held != (known_holder != NULL) ||
-			(held && strcmp(holder, known_holder) != 0);
+		changed = gone || tenure_seen_changed(known, seen);
 		if (changed || now >= deadline)
 			break;
 		(void) tenure_state_wait((long) ((wake - now + 999) / 1000));
 		CHECK_FOR_INTERRUPTS();
 	}
 	tenure_state_cancel_wait();
+	return changed;
+}
+
+/*
+ * tenure.await_change(lease, known_epoch, known_holder, timeout)
+ *		returns (changed boolean, holder text, epoch bigint)
+ *
+ * Sleeps until the lease's holder or its epoch differs from what the
+ * caller knew, or until the timeout; returns what it then sees.  A NULL
+ * known_epoch returns at once.  On a primary the holder is the live one,
+ * and the sleep wakes on every lease change and when the holder's tenure
+ * expires, without polling.  On a hot standby the holder is the one the
+ * replicated tables record (as tenure.leases shows it there), polled.
+ */
+Datum
+pg_tenure_await_change(PG_FUNCTION_ARGS)
+{
+	char	   *name = tenure_arg_lease(fcinfo, 0);
+	TenureKnown known;
+	int64		timeout_us;
+	int64		deadline;
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	TenureSeen	seen;
+	bool		changed;
+
+	known.know_epoch = !PG_ARGISNULL(1);
+	known.epoch = known.know_epoch ? PG_GETARG_INT64(1) : 0;
+	known.holder = PG_ARGISNULL(2) ? NULL :
+		tenure_arg_text(fcinfo, 2, "known_holder", TENURE_HOLDER_MAX);
+	timeout_us = tenure_arg_interval(fcinfo, 3, "timeout", true,
+									 TENURE_MAX_WAIT_US);
+
+	tenure_require_loaded();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	deadline = tenure_mono_now() + timeout_us;
+	if (!RecoveryInProgress() ||
+		!tenure_await_replica(name, &known, deadline, &seen, &changed))
+		changed = tenure_await_live(name, &known, deadline, &seen);
 
 	values[0] = BoolGetDatum(changed);
-	if (held)
-		values[1] = CStringGetTextDatum(holder);
-	nulls[1] = !held;
-	values[2] = Int64GetDatum(epoch);
+	if (seen.held)
+		values[1] = CStringGetTextDatum(seen.holder);
+	nulls[1] = !seen.held;
+	values[2] = Int64GetDatum(seen.epoch);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
 }
