@@ -2,7 +2,7 @@
 
 EXTENSION = pg_tenure
 MODULE_big = pg_tenure
-OBJS = src/tenure.o src/state.o src/state_wait.o src/state_keeper.o src/state_notify.o src/txn.o src/keeper.o src/args.o src/lease.o src/acquire.o src/catalog.o src/epoch.o src/fence.o src/fence_table.o src/fence_ddl.o src/observe.o src/tokens.o src/history.o src/history_rows.o src/objects.o
+OBJS = src/tenure.o src/state.o src/state_wait.o src/state_keeper.o src/state_notify.o src/txn.o src/keeper.o src/args.o src/lease.o src/acquire.o src/catalog.o src/epoch.o src/promotion.o src/fence.o src/fence_table.o src/fence_ddl.o src/observe.o src/tokens.o src/history.o src/history_rows.o src/objects.o
 # the install script of every version and the upgrade scripts between them
 DATA = $(wildcard pg_tenure--*.sql)
 PGFILEDESC = "pg_tenure - leases, leader election and fencing epochs"

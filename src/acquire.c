@@ -260,7 +260,7 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 	bool		reserved = false;
 	bool		stale;
 	bool		exists = true;
-	bool		open_at_shutdown = false;
+	TenureCarry carry;
 	bool		waiting = false;
 	bool		locked = false;
 	Oid			share_role;
@@ -276,14 +276,14 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 	tenure_check_owner(name, row.owner, spi.save_userid);
 	stale = tenure_state_stale(&key, row.id);
 	if (stale)
-		exists = tenure_load_committed(name, &latest, true, &open_at_shutdown);
+		exists = tenure_load_committed(name, &latest, true, &carry);
 	tenure_spi_end(&spi);
 
 	if (stale)
 	{
 		/* the entry follows the catalog, whatever our snapshot says */
 		if (exists)
-			tenure_load_entry(&key, &latest, open_at_shutdown);
+			tenure_load_entry(&key, &latest, &carry);
 		if (!exists || latest.id != row.id)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

@@ -48,8 +48,12 @@
 #include "catalog.h"
 #include "history.h"
 #include "args.h"
+#include "promotion.h"
 
-static bool tenure_open_at_shutdown(const char *name, int64 *ttl_us);
+static void tenure_carry_of(const char *name, const TenureRow *row,
+							TenureCarry *carry, int64 *ttl_us);
+static TenurePromotion tenure_carry_promotion(bool wait);
+static bool tenure_carry_continues(const TenureRow *row, TenureCarry *carry);
 
 /*
  * Connect to SPI and become the extension's owner, which owns the
@@ -357,15 +361,15 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
  * now sees the transaction's own earlier commands), whatever the
  * transaction's snapshot is.  Shared memory outlives the transaction, so
  * it must never be built from a REPEATABLE READ snapshot that predates a
- * drop and re-creation of the lease.  Also sets *open_at_shutdown (see
- * tenure_open_at_shutdown()) and row->restart_ttl_us from the same
+ * drop and re-creation of the lease.  Also sets *carry (see
+ * tenure_carry_of()) and row->restart_ttl_us from the same
  * snapshot, and row->settings_gen from before it (state.c).  Inside an
  * SPI session.  Returns false for an unknown lease if missing_ok, else
  * fails with 42704.
  */
 bool
 tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
-					  bool *open_at_shutdown)
+					  TenureCarry *carry)
 {
 	Datum		args[1];
 	Oid			argtypes[1] = {TEXTOID};
@@ -397,65 +401,175 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 	}
 	tenure_row_from_spi(name, row);
 	row->settings_gen = gen;
-	if (open_at_shutdown != NULL)
-		*open_at_shutdown = tenure_open_at_shutdown(name, &history_ttl_us);
+	if (carry != NULL)
+		tenure_carry_of(name, row, carry, &history_ttl_us);
 	row->restart_ttl_us = Max(row->ttl_us, history_ttl_us);
 	PopActiveSnapshot();
 	return true;
 }
 
 /*
- * Whether a holder from before this server became ready (a crash, restart
- * or promotion) may still believe it holds the lease: its latest tenure
- * was open when the earlier server went down, or was dropped with its
- * lease since (the name's lease was created again), or its latest epoch
- * was issued on another timeline or cluster, whose last commits this
- * server may never have received.  Such a holder believes at most until
- * the time this server became ready plus the ttl it knew: *ttl_us is the
- * ttl of the latest tenure's history row (0 if unknown), which the caller
- * takes if it exceeds the lease's.  Inside an SPI session, under the
- * snapshot tenure_load_committed() pushed.
+ * What a lease's entry carries over from before this server became ready
+ * to hold tenures (a crash, restart or promotion; see TenureCarry):
+ *
+ * - CONTINUED: this server was promoted in this run after replaying the
+ *   old primary's shutdown checkpoint (promotion.c), and the lease's
+ *   latest tenure, not session-bound, is open in the history with its
+ *   epoch issued on the old timeline by this cluster: it continues
+ *   (src/README, P2).
+ * - RESTART or PROMOTED: a holder may still believe it holds the lease:
+ *   its latest tenure was open when the earlier server went down, or was
+ *   dropped with its lease since (the name's lease was created again), or
+ *   its latest epoch was issued on another timeline or cluster, whose last
+ *   commits this server may never have received.  Such a holder believes
+ *   at most until the time this server became ready plus the ttl it knew
+ *   (H2); PROMOTED when this server was promoted in this run without the
+ *   proof, whose old primary may go on serving it (P3).
+ *
+ * *ttl_us is the ttl of the latest tenure's history row (0 if unknown),
+ * which the caller takes if it exceeds the lease's.  Inside an SPI
+ * session, under the snapshot tenure_load_committed() pushed.
  */
-static bool
-tenure_open_at_shutdown(const char *name, int64 *ttl_us)
+#define TENURE_CARRY_QUERY \
+	"SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id" \
+	"   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1" \
+	"   ORDER BY epoch DESC LIMIT 1) h" \
+	"  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) ANY (ARRAY[$5, $6, $7]))" \
+	"  AND h.boot_id OPERATOR(pg_catalog.<>) $2)" \
+	" OR EXISTS (SELECT FROM tenure.lease l" \
+	"  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE" \
+	"   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1" \
+	"   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3" \
+	"    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END)," \
+	" (EXTRACT(epoch FROM h.ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8," \
+	" h.ended IS NULL AND NOT h.session_bound" \
+	"  AND h.issued_sysid OPERATOR(pg_catalog.=) $3" \
+	"  AND h.issued_tli OPERATOR(pg_catalog.<>) $4," \
+	" h.holder, h.epoch, h.started, h.issued_tli," \
+	" (SELECT p.end_reason FROM tenure.history p" \
+	"   WHERE p.lease OPERATOR(pg_catalog.=) $1" \
+	"   AND p.epoch OPERATOR(pg_catalog.<) h.epoch" \
+	"   AND NOT (p.end_reason OPERATOR(pg_catalog.=) $8" \
+	"    AND p.holder OPERATOR(pg_catalog.=) h.holder)" \
+	"   ORDER BY p.epoch DESC LIMIT 1)" \
+	" FROM (SELECT) one LEFT JOIN LATERAL (SELECT * FROM tenure.history" \
+	"  WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC LIMIT 1) h ON true"
+
+static void
+tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
+				int64 *ttl_us)
 {
-	Datum		args[7];
-	Oid			argtypes[7] = {TEXTOID, INT8OID, INT8OID, INT8OID,
-		TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[8];
+	Oid			argtypes[8] = {TEXTOID, INT8OID, INT8OID, INT8OID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	bool		isnull;
-	bool		result;
+	bool		candidate;
+	bool		in_recovery = RecoveryInProgress();
 	int			rc;
 	Datum		d;
 
 	args[0] = CStringGetTextDatum(name);
 	args[1] = Int64GetDatum(tenure_boot_id());
 	args[2] = Int64GetDatum((int64) GetSystemIdentifier());
-	args[3] = Int64GetDatum(RecoveryInProgress() ? 0 : (int64) GetWALInsertionTimeLine());
+	args[3] = Int64GetDatum(in_recovery ? 0 : (int64) GetWALInsertionTimeLine());
 	args[4] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RESTARTED));
 	args[5] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_PROMOTED));
 	args[6] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_DROPPED));
-	rc = SPI_execute_with_args("SELECT EXISTS (SELECT FROM (SELECT ended, end_reason, boot_id"
-							   "   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
-							   "   ORDER BY epoch DESC LIMIT 1) h"
-							   "  WHERE (h.ended IS NULL OR h.end_reason OPERATOR(pg_catalog.=) ANY (ARRAY[$5, $6, $7]))"
-							   "  AND h.boot_id OPERATOR(pg_catalog.<>) $2)"
-							   " OR EXISTS (SELECT FROM tenure.lease l"
-							   "  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE"
-							   "   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1"
-							   "   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3"
-							   "    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END),"
-							   " (SELECT (EXTRACT(epoch FROM ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8"
-							   "   FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
-							   "   ORDER BY epoch DESC LIMIT 1)",
-							   7, argtypes, args, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
+	args[7] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_CLAIMED));
+	rc = SPI_execute_with_args(TENURE_CARRY_QUERY, 8, argtypes, args, NULL,
+							   true, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "SPI_execute_with_args returned %d for a lease's history", rc);
-	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
-	result = result && !isnull;
+
+	memset(carry, 0, sizeof(TenureCarry));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	carry->kind = (!isnull && DatumGetBool(d)) ?
+		TENURE_CARRY_RESTART : TENURE_CARRY_NONE;
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	*ttl_us = isnull ? 0 : DatumGetInt64(d);
-	return result;
+	if (carry->kind == TENURE_CARRY_NONE || in_recovery)
+		return;
+
+	/* whether the latest tenure may continue, if a promotion kept it */
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+	candidate = !isnull && DatumGetBool(d);
+	switch (tenure_carry_promotion(candidate))
+	{
+		case TENURE_PROMOTION_KEPT:
+			if (candidate && tenure_carry_continues(row, carry))
+				carry->kind = TENURE_CARRY_CONTINUED;
+			break;
+		case TENURE_PROMOTION_LOST:
+			carry->kind = TENURE_CARRY_PROMOTED;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * What the promotion of this server kept (promotion.c).  A tenure that may
+ * continue waits for the keeper to find out, at most as long as for any
+ * answer of the keeper; the others need not.
+ */
+static TenurePromotion
+tenure_carry_promotion(bool wait)
+{
+	int64		deadline = tenure_mono_now() + TENURE_KEEPER_WAIT_US;
+	TenurePromotion state;
+
+	while ((state = tenure_promotion_state(NULL)) == TENURE_PROMOTION_UNKNOWN)
+	{
+		if (!wait)
+			return state;
+		if (tenure_mono_now() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("pg_tenure is not ready to hold tenures yet"),
+					 errdetail("Its keeper has not started since the server started or was promoted."),
+					 errhint("Try again; see the server log if this lasts.")));
+		tenure_wake_keeper();
+		tenure_state_prepare_wait();
+		(void) tenure_state_wait(10);
+		tenure_state_cancel_wait();
+		CHECK_FOR_INTERRUPTS();
+	}
+	return state;
+}
+
+/*
+ * Fill carry with the latest tenure of the last SPI result
+ * (TENURE_CARRY_QUERY) if it continues: its epoch is the lease's latest
+ * and was issued on the timeline the promotion left (src/README, P2).
+ * Whether it was surely active on the old primary: only if its
+ * predecessor (the tenure before its first epoch) released it, handed it
+ * over, or expired under the automatic hold-off, or it had none.
+ */
+static bool
+tenure_carry_continues(const TenureRow *row, TenureCarry *carry)
+{
+	TimeLineID	prev_tli;
+	bool		isnull;
+	char	   *holder;
+	char	   *pred;
+
+	(void) tenure_promotion_state(&prev_tli);
+	carry->epoch = tenure_spi_int8(5, NULL);
+	if (carry->epoch != row->epoch ||
+		tenure_spi_int8(7, NULL) != (int64) prev_tli)
+		return false;
+	holder = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+	strlcpy(carry->holder, holder, sizeof(carry->holder));
+	carry->started = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+													   SPI_tuptable->tupdesc,
+													   6, &isnull));
+	pred = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 8);
+	carry->active = pred == NULL ||
+		strcmp(pred, tenure_end_reason_text(TENURE_END_RELEASED)) == 0 ||
+		strcmp(pred, tenure_end_reason_text(TENURE_END_HANDED)) == 0 ||
+		(strcmp(pred, tenure_end_reason_text(TENURE_END_EXPIRED)) == 0 &&
+		 row->holdoff_us < 0);
+	return true;
 }
 
 /*
@@ -526,14 +640,41 @@ tenure_ensure_entry(const char *name, const TenureKey *key)
 {
 	TenureSpi	spi;
 	TenureRow	row;
-	bool		open_at_shutdown;
+	TenureCarry carry;
 
 	if (!tenure_state_stale(key, 0))
 		return;
 	tenure_spi_begin(&spi);
-	(void) tenure_load_committed(name, &row, false, &open_at_shutdown);
+	(void) tenure_load_committed(name, &row, false, &carry);
 	tenure_spi_end(&spi);
-	tenure_load_entry(key, &row, open_at_shutdown);
+	tenure_load_entry(key, &row, &carry);
+}
+
+/*
+ * After a promotion that kept every transaction (promotion.c), bring the
+ * lease into shared memory if it is not there and its tenure continues
+ * (src/README, P2), so that its holder's renew and leader_is find it.
+ * Returns whether it loaded the entry.  Nothing to do (and no catalog
+ * access) otherwise, or for an unknown lease.  Runs its own SPI session.
+ */
+bool
+tenure_ensure_continued(const char *name, const TenureKey *key)
+{
+	TenureSpi	spi;
+	TenureRow	row;
+	TenureCarry carry;
+	bool		exists;
+
+	if (tenure_promotion_state(NULL) != TENURE_PROMOTION_KEPT ||
+		!tenure_state_stale(key, 0))
+		return false;
+	tenure_spi_begin(&spi);
+	exists = tenure_load_committed(name, &row, true, &carry);
+	tenure_spi_end(&spi);
+	if (!exists || carry.kind != TENURE_CARRY_CONTINUED)
+		return false;
+	tenure_load_entry(key, &row, &carry);
+	return true;
 }
 
 /*
@@ -541,17 +682,17 @@ tenure_ensure_entry(const char *name, const TenureKey *key)
  * comes from tenure_load_committed(), and is read again if an alter_lease
  * committed since (state.c).  Fails with 53400 when the table is full of
  * leases in use; returns without an entry if the lease is gone.
- * open_at_shutdown: see tenure_load_committed(); applied when the entry
- * is built.
+ * carry: see tenure_load_committed(); applied when the entry is built.
  */
 void
 tenure_load_entry(const TenureKey *key, const TenureRow *row,
-				  bool open_at_shutdown)
+				  const TenureCarry *carry)
 {
 	int64		now = tenure_mono_now();
 	int64		deadline = now + TENURE_KEEPER_WAIT_US;
 	TenureLoadResult r;
 	TenureRow	again;
+	TenureCarry carry_again;
 
 	/*
 	 * Shared memory adds the ttl and hold-off to monotonic times: a value
@@ -586,7 +727,7 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 
 	for (;;)
 	{
-		r = tenure_state_load(key, row, open_at_shutdown, now);
+		r = tenure_state_load(key, row, carry, now);
 		if (r == TENURE_LOAD_RETRY)
 		{
 			TenureSpi	spi;
@@ -595,11 +736,12 @@ tenure_load_entry(const TenureKey *key, const TenureRow *row,
 			/* an alter_lease committed since the row was read: read it again */
 			tenure_spi_begin(&spi);
 			exists = tenure_load_committed(key->name, &again, true,
-										   &open_at_shutdown);
+										   &carry_again);
 			tenure_spi_end(&spi);
 			if (!exists)
 				return;			/* dropped meanwhile: the caller finds out */
 			row = &again;
+			carry = &carry_again;
 			CHECK_FOR_INTERRUPTS();
 			continue;
 		}

@@ -9,6 +9,7 @@
 #define TENURE_CATALOG_H
 
 #include "pg_tenure.h"
+#include "state.h"
 
 /* catalog.c: an SPI session as the owner of pg_tenure's tables */
 typedef struct TenureSpi
@@ -30,11 +31,12 @@ extern uint64 tenure_spi_exec(const char *sql, const char *types,
 extern int64 tenure_spi_int8(int col, bool *isnull);
 extern void tenure_load_row(const char *name, TenureRow *row, bool for_update);
 extern bool tenure_load_committed(const char *name, TenureRow *row,
-								  bool missing_ok, bool *open_at_shutdown);
+								  bool missing_ok, TenureCarry *carry);
 extern void tenure_check_owner(const char *name, Oid owner, Oid caller);
 extern Oid	tenure_known_owner(void);
 extern void tenure_ensure_entry(const char *name, const TenureKey *key);
+extern bool tenure_ensure_continued(const char *name, const TenureKey *key);
 extern void tenure_load_entry(const TenureKey *key, const TenureRow *row,
-							  bool open_at_shutdown);
+							  const TenureCarry *carry);
 
 #endif							/* TENURE_CATALOG_H */

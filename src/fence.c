@@ -555,6 +555,7 @@ tenure_fence_check(const char *name, const char *table, bool at_commit,
 	bool		live = false;
 	bool		known;
 	bool		waited = false;
+	bool		loaded = false;
 	int			lock = -1;
 	int64		now;
 
@@ -582,6 +583,13 @@ retry:
 	{
 		tenure_fence_wait_publication(lock);
 		waited = true;
+		goto retry;
+	}
+
+	/* a tenure that a promotion continued, not loaded yet (src/README, P2) */
+	if (!known && !at_commit && !loaded && tenure_ensure_continued(name, &key))
+	{
+		loaded = true;
 		goto retry;
 	}
 

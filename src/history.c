@@ -190,15 +190,30 @@ tenure_history_write(void)
 	MemoryContextSwitchTo(oldcxt);
 	{
 		TenureSpi	spi;
+		List	   *continued = NIL;
+		ListCell   *lc;
 
 		tenure_spi_begin(&spi);
-		tenure_history_close_restarted();
+		tenure_history_close_restarted(&continued);
 		for (i = 0; i < count; i++)
 			written[i] = tenure_history_close_ended(ends[i].key.name,
 													ends[i].epoch,
 													ends[i].reason,
 													ends[i].ended);
 		tenure_spi_end(&spi);
+
+		/*
+		 * Tenures that continue after a promotion are in shared memory from
+		 * now on, as tenure.leases shows them (src/README, P2), not only
+		 * once their holders call.
+		 */
+		foreach(lc, continued)
+		{
+			TenureKey	key;
+
+			tenure_make_key(&key, MyDatabaseId, lfirst(lc));
+			(void) tenure_ensure_continued(lfirst(lc), &key);
+		}
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();

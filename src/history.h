@@ -8,6 +8,8 @@
 #ifndef TENURE_HISTORY_H
 #define TENURE_HISTORY_H
 
+#include "nodes/pg_list.h"
+
 #include "pg_tenure.h"
 
 /*
@@ -63,7 +65,7 @@ tenure_end_reason_text(TenureEndReason reason)
 extern void tenure_history_start(const char *name, int64 epoch,
 								 const char *holder, bool session_bound);
 extern void tenure_history_close(const char *name, const TenureKey *key);
-extern void tenure_history_close_restarted(void);
+extern bool tenure_history_close_restarted(List **continued);
 extern bool tenure_history_close_ended(const char *name, int64 epoch,
 									   const char *reason, TimestampTz ended);
 extern void tenure_history_close_now(const char *name, TenureEndReason reason,

@@ -29,7 +29,7 @@
  * Reads of the history that belong to a lease's row stay with it:
  * create_lease continues a dropped lease's lineage (lease.c), and loading
  * a lease asks whether a holder from before a restart may still believe
- * (catalog.c, tenure_open_at_shutdown(), which runs under that load's
+ * (catalog.c, tenure_carry_of(), which runs under that load's
  * snapshot).
  *
  *-------------------------------------------------------------------------
@@ -45,11 +45,13 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
 #include "pg_tenure.h"
 #include "state.h"
 #include "catalog.h"
 #include "history.h"
+#include "promotion.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_end_reasons);
 
@@ -65,13 +67,41 @@ PG_FUNCTION_INFO_V1(pg_tenure_end_reasons);
 	" THEN " promoted " ELSE " restarted " END"
 
 /*
+ * Whether a row of tenure.history (in an UPDATE of the table) is a tenure
+ * that continues after this server's promotion (catalog.c,
+ * tenure_carry_of(); src/README, P2): not session-bound, the latest epoch
+ * of its lease, issued by this cluster on timeline prev_tli, the one the
+ * promotion left.  prev_tli is NULL unless the promotion kept every
+ * transaction (tenure_continued_tli()).
+ */
+#define TENURE_CONTINUED(sysid, prev_tli) \
+	"COALESCE(NOT session_bound" \
+	" AND issued_sysid OPERATOR(pg_catalog.=) " sysid \
+	" AND issued_tli OPERATOR(pg_catalog.=) " prev_tli \
+	" AND epoch OPERATOR(pg_catalog.=) (SELECT l.epoch FROM tenure.lease l" \
+	"  WHERE l.name OPERATOR(pg_catalog.=) history.lease), false)"
+
+/*
+ * The timeline a promotion that kept every transaction left, as a
+ * parameter of TENURE_CONTINUED (NULL after any other start).
+ */
+static Datum
+tenure_continued_tli(bool *isnull)
+{
+	TimeLineID	prev_tli;
+
+	*isnull = tenure_promotion_state(&prev_tli) != TENURE_PROMOTION_KEPT;
+	return *isnull ? (Datum) 0 : Int64GetDatum((int64) prev_tli);
+}
+
+/*
  * Record a new tenure or epoch in tenure.history and trim the lease's rows
  * to the tenure.history_per_lease most recent.  Inside an SPI session,
  * after tenure_issue_epoch.  The row keeps the lease's base and where the
  * epoch was issued, so that create_lease can continue a dropped lease's
  * lineage, and its ttl, so that a lease created again under its name
  * keeps the hold-off of a holder it dropped after a restart
- * (catalog.c, tenure_open_at_shutdown()).
+ * (catalog.c, tenure_carry_of()).
  *
  * Finding the rows beyond the most recent N costs a scan of N index
  * entries, so the trim runs only when the lease's committed tenures and
@@ -143,11 +173,9 @@ tenure_history_close_restarted_once(void)
 		tenure_restart_rows_closed = true;
 	if (!tenure_restart_rows_closed &&
 		!(TransactionIdIsValid(tenure_restart_rows_xid) &&
-		  TransactionIdIsCurrentTransactionId(tenure_restart_rows_xid)))
-	{
-		tenure_history_close_restarted();
+		  TransactionIdIsCurrentTransactionId(tenure_restart_rows_xid)) &&
+		tenure_history_close_restarted(NULL))
 		tenure_restart_rows_xid = GetTopTransactionId();
-	}
 }
 
 /*
@@ -159,8 +187,8 @@ tenure_history_close_restarted_once(void)
 void
 tenure_history_close(const char *name, const TenureKey *key)
 {
-	Datum		args[11];
-	bool		nulls[11] = {0};
+	Datum		args[12];
+	bool		nulls[12] = {0};
 	const char *reason;
 	int64		epoch = 0;
 	TimestampTz ended = 0;
@@ -197,11 +225,14 @@ tenure_history_close(const char *name, const TenureKey *key)
 	args[8] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_PROMOTED));
 	args[9] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RESTARTED));
 	args[10] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_EXPIRED));
+	args[11] = tenure_continued_tli(&nulls[11]);
 	tenure_spi_exec("UPDATE tenure.history SET"
 					" ended = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
+					"  AND NOT " TENURE_CONTINUED("$7", "$12")
 					"  THEN GREATEST(started, $6)"
 					"  ELSE COALESCE($4, pg_catalog.clock_timestamp()) END,"
 					" end_reason = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
+					"  AND NOT " TENURE_CONTINUED("$7", "$12")
 					"  THEN " TENURE_RESTART_REASON("$7", "$8", "$9", "$10")
 					"  WHEN epoch OPERATOR(pg_catalog.=) $2 THEN COALESCE($3, $11)"
 					"  ELSE $11 END"
@@ -209,7 +240,7 @@ tenure_history_close(const char *name, const TenureKey *key)
 					"  SELECT ctid FROM tenure.history"
 					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
 					"  FOR UPDATE SKIP LOCKED))",
-					"titziziittt", args, nulls, SPI_OK_UPDATE);
+					"titziziittti", args, nulls, SPI_OK_UPDATE);
 }
 
 /*
@@ -217,30 +248,67 @@ tenure_history_close(const char *name, const TenureKey *key)
  * an earlier server went down: "promoted" if its epoch was issued by this
  * cluster on an earlier timeline (the server it ran on was replaced by a
  * promotion, or an archive recovery ended), else "server restart"; ended
- * when this server became ready.  Rows another transaction has locked are
- * skipped: it is closing them itself, or a later pass will.  Inside an SPI
- * session, on a primary.
+ * when this server became ready.  Tenures that continue after a promotion
+ * that kept every transaction (TENURE_CONTINUED) become this server's
+ * instead; their leases' names are appended to *continued (if not NULL),
+ * in TopTransactionContext.  Rows another transaction has locked are
+ * skipped: it is closing them itself, or a later pass will.  Returns
+ * false, changing nothing, while the keeper has not yet found out what a
+ * promotion kept.
+ * Inside an SPI session, on a primary.
  */
-void
-tenure_history_close_restarted(void)
+bool
+tenure_history_close_restarted(List **continued)
 {
-	Datum		args[6];
+	Datum		args[7];
+	bool		nulls[7] = {0};
 
+	/* until the keeper knows what a promotion kept, a later pass will */
+	if (tenure_promotion_state(NULL) == TENURE_PROMOTION_UNKNOWN)
+		return false;
 	args[0] = Int64GetDatum(tenure_boot_id());
 	args[1] = TimestampTzGetDatum(tenure_ready_time());
 	args[2] = Int64GetDatum((int64) GetSystemIdentifier());
 	args[3] = Int64GetDatum((int64) GetWALInsertionTimeLine());
 	args[4] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_PROMOTED));
 	args[5] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RESTARTED));
+	args[6] = tenure_continued_tli(&nulls[6]);
+	/* tenures that continue are this server's from now on */
+	if (!nulls[6])
+	{
+		uint64		i;
+		uint64		n;
+
+		n = tenure_spi_exec("UPDATE tenure.history SET boot_id = $1"
+							" WHERE ended IS NULL AND " TENURE_CONTINUED("$3", "$7")
+							" AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+							"  SELECT ctid FROM tenure.history"
+							"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
+							"  OR boot_id OPERATOR(pg_catalog.>) $1)"
+							"  FOR UPDATE SKIP LOCKED))"
+							" RETURNING lease",
+							"iziitti", args, nulls, SPI_OK_UPDATE_RETURNING);
+		for (i = 0; continued != NULL && i < n; i++)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(TopTransactionContext);
+
+			*continued = lappend(*continued,
+								 SPI_getvalue(SPI_tuptable->vals[i],
+											  SPI_tuptable->tupdesc, 1));
+			MemoryContextSwitchTo(oldcxt);
+		}
+	}
 	tenure_spi_exec("UPDATE tenure.history"
 					" SET ended = GREATEST(started, $2),"
 					" end_reason = " TENURE_RESTART_REASON("$3", "$4", "$5", "$6")
-					" WHERE ended IS NULL AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					" WHERE ended IS NULL AND NOT " TENURE_CONTINUED("$3", "$7")
+					" AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 					"  SELECT ctid FROM tenure.history"
 					"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
 					"  OR boot_id OPERATOR(pg_catalog.>) $1)"
 					"  FOR UPDATE SKIP LOCKED))",
-					"iziitt", args, NULL, SPI_OK_UPDATE);
+					"iziitti", args, nulls, SPI_OK_UPDATE);
+	return true;
 }
 
 /*
@@ -312,7 +380,7 @@ tenure_history_close_now(const char *name, TenureEndReason reason,
 /*
  * The lease's ttl grew (alter_lease): its open rows know the longer ttl
  * from now on, which a lease created again under the name after a restart
- * reads (catalog.c, tenure_open_at_shutdown(); src/README, H2).  Inside an
+ * reads (catalog.c, tenure_carry_of(); src/README, H2).  Inside an
  * SPI session, after the lease's row was updated.
  */
 void

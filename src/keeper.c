@@ -41,6 +41,7 @@
 #include "state.h"
 #include "history.h"
 #include "keeper.h"
+#include "promotion.h"
 
 /* longest sleep of the keeper when nothing expires sooner */
 #define TENURE_KEEPER_IDLE_MS	10000L
@@ -177,6 +178,11 @@ tenure_keeper_main(Datum arg)
 										   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(keeper_context);
 
+	/*
+	 * What a promotion kept is known before the server is ready to hold
+	 * tenures: loading a lease's entry needs it (promotion.c).
+	 */
+	tenure_promotion_examine();
 	/* whatever locks an earlier keeper held died with it */
 	tenure_state_keeper_start();
 	before_shmem_exit(tenure_keeper_exit, (Datum) 0);

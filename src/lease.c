@@ -245,12 +245,12 @@ tenure_alter_pin(const char *name, const TenureKey *key, int64 id,
 		{
 			TenureSpi	spi;
 			TenureRow	latest;
-			bool		open_at_shutdown;
+			TenureCarry carry;
 
 			tenure_spi_begin(&spi);
-			(void) tenure_load_committed(name, &latest, false, &open_at_shutdown);
+			(void) tenure_load_committed(name, &latest, false, &carry);
 			tenure_spi_end(&spi);
-			tenure_load_entry(key, &latest, open_at_shutdown);
+			tenure_load_entry(key, &latest, &carry);
 		}
 		check = tenure_state_alter_pin(key, id);
 		if (check == TENURE_ALTER_OK)
@@ -396,7 +396,7 @@ pg_tenure_alter_lease(PG_FUNCTION_ARGS)
 	/*
 	 * The tenure that lasts knows the longer ttl from now on: so does its
 	 * history row, which a lease created again under the name after a
-	 * restart reads (catalog.c, tenure_open_at_shutdown()).
+	 * restart reads (catalog.c, tenure_carry_of()).
 	 */
 	if (altered.ttl_us > row.ttl_us)
 		tenure_history_raise_ttl(name);
@@ -573,9 +573,10 @@ pg_tenure_renew(PG_FUNCTION_ARGS)
 	/*
 	 * One pass under the lock when the caller is already known to act for
 	 * the lease's owner; otherwise check the privilege (which may read the
-	 * catalogs, so never under the lock) and come back once.
+	 * catalogs, so never under the lock) and come back once (twice if the
+	 * tenure had to be loaded first).
 	 */
-	for (attempt = 0; attempt < 2; attempt++)
+	for (attempt = 0; attempt < 3; attempt++)
 	{
 		if (tenure_state_renew(&key, holder, tenure_known_owner(), &owner,
 							   &result))
@@ -586,11 +587,17 @@ pg_tenure_renew(PG_FUNCTION_ARGS)
 			TenureSpi	spi;
 			TenureRow	row;
 
-			/* never held since server start: unknown lease, or simply free */
+			/*
+			 * Never held since server start: unknown lease, or simply free,
+			 * or its tenure continues from before a promotion (come back
+			 * once it is loaded)
+			 */
 			tenure_spi_begin(&spi);
 			tenure_load_row(name, &row, false);
 			tenure_check_owner(name, row.owner, spi.save_userid);
 			tenure_spi_end(&spi);
+			if (attempt == 0 && tenure_ensure_continued(name, &key))
+				continue;
 			break;
 		}
 		tenure_check_owner(name, owner, GetUserId());
@@ -660,7 +667,11 @@ pg_tenure_leader_is(PG_FUNCTION_ARGS)
 	if (RecoveryInProgress())
 		PG_RETURN_BOOL(false);
 	tenure_make_key(&key, MyDatabaseId, name);
-	PG_RETURN_BOOL(tenure_state_leads(&key, holder, tenure_mono_now()));
+	if (tenure_state_leads(&key, holder, tenure_mono_now()))
+		PG_RETURN_BOOL(true);
+	/* a tenure that a promotion continued, not loaded yet */
+	PG_RETURN_BOOL(tenure_ensure_continued(name, &key) &&
+				   tenure_state_leads(&key, holder, tenure_mono_now()));
 }
 
 /*

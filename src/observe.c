@@ -46,6 +46,7 @@
 #include "state.h"
 #include "catalog.h"
 #include "epoch.h"
+#include "promotion.h"
 #include "args.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_await_active);
@@ -435,8 +436,9 @@ Datum
 pg_tenure_shared_memory_bytes(PG_FUNCTION_ARGS)
 {
 	tenure_require_loaded();
-	PG_RETURN_INT64((int64) add_size(tenure_shmem_size(),
-									 tenure_epoch_shmem_size()));
+	PG_RETURN_INT64((int64) add_size(add_size(tenure_shmem_size(),
+											  tenure_epoch_shmem_size()),
+									 tenure_promotion_shmem_size()));
 }
 
 /*

@@ -75,6 +75,7 @@ extern int	tenure_role_share;
 extern int	tenure_database_share;
 extern int	tenure_history_per_lease;
 extern int	tenure_claim_timeout;
+extern int	tenure_demotion_bound;
 extern bool tenure_notify_enabled;
 extern bool tenure_log_transitions;
 

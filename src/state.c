@@ -1618,19 +1618,72 @@ tenure_state_renew(const TenureKey *key, const char *holder,
  */
 
 /*
+ * When the server became ready to hold tenures (the keeper's first start
+ * after startup or promotion), or now if that is still to come.  Under
+ * the LWLock.
+ */
+static int64
+tenure_ready_mono(int64 now)
+{
+	return tenure_shared->ready_mono != 0 ? tenure_shared->ready_mono : now;
+}
+
+/*
+ * A tenure of the old primary continues in a new entry, after a promotion
+ * that kept every transaction (src/README, P2): same holder and epoch, not
+ * session-bound, renewed at the moment the server became ready, so that
+ * it ends no earlier than that plus its ttl; active at once if it was
+ * surely active on the old primary, else no earlier than ready plus its
+ * hold-off (ttl for the automatic one).  It counts against its lease
+ * owner's share, and the keeper takes its lock before it leads.  Under
+ * the LWLock exclusive.
+ */
+static void
+tenure_continue(TenureLease *lease, const TenureCarry *carry,
+				const TenureRow *row, int64 now)
+{
+	int64		ready = tenure_ready_mono(now);
+	int64		holdoff = row->holdoff_us >= 0 ? row->holdoff_us :
+		Max(row->ttl_us, row->restart_ttl_us);
+
+	AssertLockedExclusive();
+	Assert(lease->state == TENURE_FREE);
+	lease->state = TENURE_HELD;
+	strlcpy(lease->holder, carry->holder, sizeof(lease->holder));
+	lease->epoch = Max(lease->epoch, carry->epoch);
+	lease->session_bound = false;
+	lease->holder_pid = 0;
+	tenure_share_give(lease);
+	lease->holder_role = row->owner;
+	tenure_share_take(lease);
+	lease->acquired_mono = ready;
+	lease->acquired_wall = carry->started;
+	pg_atomic_write_u64(&lease->renewed_mono, (uint64) ready);
+	lease->active_mono = carry->active ? ready : ready + holdoff;
+	lease->pred_expiry_mono = 0;
+	lease->lock_wanted = true;
+	lease->lock_failed = false;
+	if (!tenure_lease_tag_held(lease))
+		tenure_keeper_notice(lease);
+	lease->counters.last_change = GetCurrentTimestamp();
+}
+
+/*
  * Build or refresh the lease's entry from its latest committed row
- * (catalog.c reads it).  open_at_shutdown: the history shows a tenure
- * left open by a server restart, whose holder may still believe in it.
+ * (catalog.c reads it).  carry: what a new entry carries over from before
+ * the server became ready (a holder who may still believe in a tenure
+ * that ended then, or a tenure that continues; see TenureCarry).
  * Returns TENURE_LOAD_FULL if every slot is taken by a lease in use, and
  * TENURE_LOAD_SOON if one will be free once the keeper lets go of a lock.
  */
 TenureLoadResult
 tenure_state_load(const TenureKey *key, const TenureRow *row,
-				  bool open_at_shutdown, int64 now)
+				  const TenureCarry *carry, int64 now)
 {
 	TenureLease *lease;
 	bool		found;
 	bool		soon;
+	bool		built = false;
 
 	LWLockAcquire(tenure_shared->lock, LW_EXCLUSIVE);
 	/* an alter_lease committed after the row was read: it may be older */
@@ -1708,18 +1761,23 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 		/*
 		 * A holder from before the server went down may still believe, by
 		 * the ttl it knew: that of its tenure's history row if longer (a
-		 * lease dropped and created again with a shorter one).
+		 * lease dropped and created again with a shorter one); after a
+		 * promotion that may have lost transactions, also while the old
+		 * primary goes on serving (src/README, P3).
 		 */
-		if (open_at_shutdown)
+		if (carry->kind == TENURE_CARRY_RESTART ||
+			carry->kind == TENURE_CARRY_PROMOTED)
 		{
-			lease->pred_expiry_mono = Max(bound,
-										  (tenure_shared->ready_mono != 0 ?
-										   tenure_shared->ready_mono :
-										   now) +
-										  Max(row->ttl_us, row->restart_ttl_us));
+			int64		believed = tenure_ready_mono(now) +
+				Max(row->ttl_us, row->restart_ttl_us);
+
+			if (carry->kind == TENURE_CARRY_PROMOTED)
+				believed += (int64) tenure_demotion_bound * 1000;
+			lease->pred_expiry_mono = Max(bound, believed);
 			/* its tenure ended when the server went down */
 			lease->counters.restarted++;
 		}
+		built = true;
 	}
 	/* epochs only grow; the row may be ahead of an idle entry */
 	lease->epoch = Max(lease->epoch, row->epoch);
@@ -1731,6 +1789,8 @@ tenure_state_load(const TenureKey *key, const TenureRow *row,
 	lease->has_lock_key = row->has_lock_key;
 	lease->lock_key = row->lock_key;
 	lease->dropped = false;
+	if (built && carry->kind == TENURE_CARRY_CONTINUED)
+		tenure_continue(lease, carry, row, now);
 	if (lease->state == TENURE_HELD)
 		tenure_keeper_due(tenure_expiry(lease));
 	LWLockRelease(tenure_shared->lock);

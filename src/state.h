@@ -17,6 +17,34 @@
  * the declarations below are grouped.
  */
 
+/*
+ * What a lease's entry carries over from before this server became ready
+ * to hold tenures (a restart or a promotion): catalog.c finds it in the
+ * tables, tenure_state_load() applies it when it builds the entry
+ * (src/README, H2 and P1 .. P4).
+ */
+typedef enum TenureCarryKind
+{
+	TENURE_CARRY_NONE = 0,		/* no holder from before may believe */
+	TENURE_CARRY_RESTART,		/* one may, until ready + its ttl */
+	TENURE_CARRY_PROMOTED,		/* ... until ready + its ttl +
+								 * tenure.demotion_bound: the old primary
+								 * may go on serving it */
+	TENURE_CARRY_CONTINUED		/* its tenure continues (a promotion that
+								 * kept every transaction) */
+} TenureCarryKind;
+
+typedef struct TenureCarry
+{
+	TenureCarryKind kind;
+	/* TENURE_CARRY_CONTINUED: the tenure, as tenure.history shows it */
+	char		holder[TENURE_HOLDER_MAX + 1];
+	int64		epoch;
+	TimestampTz started;
+	bool		active;			/* active at once (else from ready + its
+								 * hold-off or ttl) */
+} TenureCarry;
+
 /* What a backend sees of a lease held by someone else. */
 typedef struct TenureBusy
 {
@@ -265,7 +293,8 @@ extern TenureHandoffCheck tenure_state_handoff_check(const TenureKey *key,
 /* writers: the LWLock in exclusive mode */
 extern TenureLoadResult tenure_state_load(const TenureKey *key,
 										  const TenureRow *row,
-										  bool open_at_shutdown, int64 now);
+										  const TenureCarry *carry,
+										  int64 now);
 extern TenureReserveResult tenure_state_reserve(const TenureKey *key,
 												const char *holder,
 												bool session_bound, Oid role,

@@ -33,6 +33,7 @@
 #include "epoch.h"
 #include "fence.h"
 #include "keeper.h"
+#include "promotion.h"
 
 PG_MODULE_MAGIC;
 
@@ -44,6 +45,7 @@ int			tenure_history_per_lease = 1000;
 bool		tenure_notify_enabled = true;
 bool		tenure_log_transitions = true;
 int			tenure_claim_timeout = 10000;
+int			tenure_demotion_bound = 20000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -54,7 +56,7 @@ void		_PG_init(void);
 
 /*
  * Ask for our shared memory (the lease table, state.c; the epoch clock,
- * epoch.c) and LWLock tranche.
+ * epoch.c; what a promotion kept, promotion.c) and LWLock tranche.
  */
 static void
 tenure_shmem_request(void)
@@ -64,6 +66,7 @@ tenure_shmem_request(void)
 
 	RequestAddinShmemSpace(tenure_shmem_size());
 	RequestAddinShmemSpace(tenure_epoch_shmem_size());
+	RequestAddinShmemSpace(tenure_promotion_shmem_size());
 	RequestNamedLWLockTranche("pg_tenure", 1);
 }
 
@@ -78,6 +81,7 @@ tenure_shmem_startup(void)
 
 	tenure_shmem_init();
 	tenure_epoch_shmem_init();
+	tenure_promotion_shmem_init();
 }
 
 /*
@@ -214,6 +218,17 @@ _PG_init(void)
 							0,
 							INT_MAX,
 							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tenure.demotion_bound",
+							"Longest time an old primary may go on serving after a promotion that may have lost its transactions.",
+							"After such a promotion, a new tenure of a lease whose holder may still believe in its tenure on the old primary becomes active no earlier than the promotion plus the lease's ttl plus this bound.  Set it to what the HA manager guarantees for demoting or stopping the old primary.",
+							&tenure_demotion_bound,
+							20000,
+							0,
+							INT_MAX,
+							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 

@@ -217,8 +217,9 @@ $waiter->quit;
 # --- no keeper during recovery (it had all the time the checks above took)
 is(keeper_pid($standby), '', 'standby: no pg_tenure keeper runs during recovery');
 
-# --- promotion
-$primary->stop;
+# --- promotion, after the primary died (a clean shutdown would let its
+# tenures continue: 192_promotion.pl)
+$primary->stop('immediate');
 $standby->promote;
 ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
 	'standby promoted');

@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * promotion.h
+ *		Declarations of promotion.c: what a promotion kept.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TENURE_PROMOTION_H
+#define TENURE_PROMOTION_H
+
+#include "pg_tenure.h"
+
+/* What the promotion of this server, in this run, kept (src/README, P1). */
+typedef enum TenurePromotion
+{
+	TENURE_PROMOTION_UNKNOWN = 0,	/* the keeper has not looked yet */
+	TENURE_PROMOTION_NONE,		/* not promoted in this run of the server */
+	TENURE_PROMOTION_LOST,		/* promoted without the proof: the old
+								 * primary may have committed more */
+	TENURE_PROMOTION_KEPT		/* promoted after replaying the old
+								 * primary's shutdown checkpoint */
+} TenurePromotion;
+
+extern Size tenure_promotion_shmem_size(void);
+extern void tenure_promotion_shmem_init(void);
+extern void tenure_promotion_examine(void);
+extern TenurePromotion tenure_promotion_state(TimeLineID *prev_tli);
+
+#endif							/* TENURE_PROMOTION_H */
