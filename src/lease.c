@@ -607,6 +607,18 @@ pg_tenure_renew(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The lease's key, for a call of its holder: the lease's entry is loaded
+ * first if its tenure continues from before a promotion (src/README, P2),
+ * so that the holder's release, claim or hand-off finds it.
+ */
+static void
+tenure_key_of_holder(const char *name, TenureKey *key)
+{
+	tenure_make_key(key, MyDatabaseId, name);
+	(void) tenure_ensure_continued(name, key);
+}
+
+/*
  * tenure.release(lease, holder) returns boolean
  *
  * Ends the holder's tenure when the transaction commits; the successor
@@ -624,6 +636,8 @@ pg_tenure_release(PG_FUNCTION_ARGS)
 	int64		epoch;
 
 	tenure_require_changes(fcinfo);
+
+	tenure_key_of_holder(name, &key);
 
 	tenure_spi_begin(&spi);
 	/* locked until commit: a claim racing us re-checks after we are done */
@@ -739,6 +753,8 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 
 	tenure_require_changes(fcinfo);
 
+	tenure_key_of_holder(name, &key);
+
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
 	tenure_check_owner(name, row.owner, spi.save_userid);
@@ -800,6 +816,8 @@ pg_tenure_handoff(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot hand lease \"%s\" over to its own holder \"%s\"",
 						name, holder)));
+
+	tenure_key_of_holder(name, &key);
 
 	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);

@@ -107,6 +107,12 @@ ok( wait_until(
 	'continued: a leads k once the keeper holds its lock');
 is($standby->safe_psql('postgres', 'SELECT pg_try_advisory_lock(4242)'),
 	'f', 'continued: the keeper holds k\'s lock_key');
+is($standby->safe_psql('postgres', "SELECT tenure.release('k', 'a')"),
+	't', 'continued: a releases k');
+is( $standby->safe_psql(
+		'postgres', "SELECT end_reason FROM tenure.history WHERE lease = 'k' AND epoch = $k"),
+	'released',
+	'continued: the history says so');
 
 is($standby->safe_psql('postgres', "SELECT tenure.leader_is('h', 'y')"),
 	'f', 'continued: y does not lead h yet');
