@@ -48,6 +48,9 @@ typedef struct TenurePromotionShared
 	slock_t		mutex;			/* protects the fields below */
 	TenurePromotion state;
 	TimeLineID	prev_tli;		/* the old timeline, if promoted */
+	TimestampTz created;		/* when this struct was created: the start
+								 * of this run of the server, also after a
+								 * crash (written once, before any reader) */
 } TenurePromotionShared;
 
 static TenurePromotionShared *tenure_promotion = NULL;
@@ -63,7 +66,8 @@ tenure_promotion_shmem_size(void)
 
 /*
  * Create or attach to the result; called from shmem_startup_hook.  After a
- * crash the struct is created again: a crash ends every tenure anyway.
+ * crash the struct is created again: a crash ends every tenure, so a
+ * promotion before it is no promotion of this run (P1).
  */
 void
 tenure_promotion_shmem_init(void)
@@ -78,6 +82,7 @@ tenure_promotion_shmem_init(void)
 		SpinLockInit(&tenure_promotion->mutex);
 		tenure_promotion->state = TENURE_PROMOTION_UNKNOWN;
 		tenure_promotion->prev_tli = 0;
+		tenure_promotion->created = GetCurrentTimestamp();
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -187,7 +192,9 @@ tenure_promotion_clean_end(XLogReaderState *reader, TimeLineID tli,
 /*
  * The WAL around the switch from timeline prev_tli, which ended at
  * switchpoint, to this one: whether the switch happened in this run of
- * the server, and whether the old timeline ended with a clean shutdown.
+ * the server (after its shared memory was created, at its start or after
+ * a crash: recovery runs after that), and whether the old timeline ended
+ * with a clean shutdown.
  */
 static TenurePromotion
 tenure_promotion_read_switch(TimeLineID prev_tli, XLogRecPtr switchpoint)
@@ -212,7 +219,7 @@ tenure_promotion_read_switch(TimeLineID prev_tli, XLogRecPtr switchpoint)
 	if (tenure_promotion_read(reader, switchpoint, true) == NULL)
 		result = TENURE_PROMOTION_LOST;
 	else if ((promoted = tenure_promotion_time(reader)) == 0 ||
-			 promoted < PgStartTime)
+			 promoted < tenure_promotion->created)
 		result = TENURE_PROMOTION_NONE;
 	else if ((prev = XLogRecGetPrev(reader)) != InvalidXLogRecPtr &&
 			 tenure_promotion_read(reader, prev, false) != NULL &&

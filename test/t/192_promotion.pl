@@ -141,7 +141,22 @@ is($standby->safe_psql('postgres', fenced_write('orders', 'c', $c3, '(4)')),
 is($standby->safe_psql('postgres', 'SELECT string_agg(id::text, \',\' ORDER BY id) FROM orders'),
 	'1,2,4', 'continued: every acknowledged fenced write is there');
 
-# a restart of the promoted server ends the tenures like any restart
+# a crash of the promoted server ends the tenures like any crash (the
+# postmaster stays: the promotion happened before the crash)
+$standby->append_conf('postgresql.conf', "restart_after_crash = on\n");
+$standby->reload;
+ok($standby->poll_query_until('postgres', 'SHOW restart_after_crash', 'on'),
+	'the promoted server restarts after a crash');
+my $keeper_before = keeper_pid($standby);
+my $crasher = $standby->background_psql('postgres');
+kill 'KILL', $crasher->query_safe('SELECT pg_backend_pid()');
+eval { $crasher->quit };
+ok(defined wait_for_keeper($standby, $keeper_before),
+	'after a crash, a new keeper runs');
+is($standby->safe_psql('postgres', "SELECT tenure.renew('h', 'y'), tenure.renew('c', 'a')"),
+	'f|f', 'after a crash of the promoted server, the tenures have ended');
+
+# and so does a restart
 $standby->restart;
 ok(defined wait_for_keeper($standby), 'after a restart, the keeper runs');
 is($standby->safe_psql('postgres', "SELECT tenure.renew('c', 'a')"),
