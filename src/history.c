@@ -43,6 +43,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
 #include "pg_tenure.h"
@@ -154,6 +155,46 @@ tenure_history_settings(void)
 }
 
 /*
+ * Bring a lease whose tenure continues after a promotion into shared
+ * memory, in a subtransaction: a failure (the lease table is full) is
+ * logged and leaves the lease to be loaded when its holder calls, without
+ * undoing the run's other work.
+ */
+static void
+tenure_history_load_continued(const char *name)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	TenureKey	key;
+
+	tenure_make_key(&key, MyDatabaseId, name);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		(void) tenure_ensure_continued(name, &key);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		ereport(LOG,
+				(errmsg("pg_tenure cannot load lease \"%s\", whose tenure continues after the promotion: %s",
+						name, edata->message),
+				 errdetail("It is loaded when its holder next calls.")));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+}
+
+/*
  * A run for the database this worker is connected to.
  */
 static void
@@ -208,12 +249,7 @@ tenure_history_write(void)
 		 * once their holders call.
 		 */
 		foreach(lc, continued)
-		{
-			TenureKey	key;
-
-			tenure_make_key(&key, MyDatabaseId, lfirst(lc));
-			(void) tenure_ensure_continued(lfirst(lc), &key);
-		}
+			tenure_history_load_continued(lfirst(lc));
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
