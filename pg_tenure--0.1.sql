@@ -113,6 +113,9 @@ CREATE TABLE tenure.history (
 	-- issued: create_lease continues a dropped lease from its newest row
 	issued_sysid bigint,
 	issued_tli bigint,
+	-- the timeline on which the tenure was last open: issued_tli, or the
+	-- timeline of a promotion it continued through
+	open_tli bigint,
 	base bigint NOT NULL DEFAULT 0,
 	-- the lease's ttl when the epoch was issued, raised by alter_lease while
 	-- the tenure lasts: after a server restart, a lease created again under

@@ -53,7 +53,9 @@
 static void tenure_carry_of(const char *name, const TenureRow *row,
 							TenureCarry *carry, int64 *ttl_us);
 static TenurePromotion tenure_carry_promotion(bool wait);
-static bool tenure_carry_continues(const TenureRow *row, TenureCarry *carry);
+static bool tenure_carry_continues(const char *name, const TenureRow *row,
+								   TenureCarry *carry);
+static bool tenure_carry_surely_active(const char *name, const TenureCarry *carry);
 
 /*
  * Connect to SPI and become the extension's owner, which owns the
@@ -414,9 +416,12 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
  *
  * - CONTINUED: this server was promoted in this run after replaying the
  *   old primary's shutdown checkpoint (promotion.c), and the lease's
- *   latest tenure, not session-bound, is open in the history with its
- *   epoch issued on the old timeline by this cluster: it continues
- *   (src/README, P2).
+ *   latest tenure, not session-bound, is open in the history, issued by
+ *   this cluster and open on the old timeline (open_tli: where its epoch
+ *   was issued, or the last promotion it continued through), or already
+ *   made this server's by history_rows.c (open_tli is ours, the boot_id
+ *   this server's, the epoch issued earlier): it continues (src/README,
+ *   P2).
  * - RESTART or PROMOTED: a holder may still believe it holds the lease:
  *   its latest tenure was open when the earlier server went down, or was
  *   dropped with its lease since (the name's lease was created again), or
@@ -444,14 +449,9 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 	" (EXTRACT(epoch FROM h.ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8," \
 	" h.ended IS NULL AND NOT h.session_bound" \
 	"  AND h.issued_sysid OPERATOR(pg_catalog.=) $3" \
-	"  AND h.issued_tli OPERATOR(pg_catalog.<>) $4," \
-	" h.holder, h.epoch, h.started, h.issued_tli," \
-	" (SELECT p.end_reason FROM tenure.history p" \
-	"   WHERE p.lease OPERATOR(pg_catalog.=) $1" \
-	"   AND p.epoch OPERATOR(pg_catalog.<) h.epoch" \
-	"   AND NOT (p.end_reason OPERATOR(pg_catalog.=) $8" \
-	"    AND p.holder OPERATOR(pg_catalog.=) h.holder)" \
-	"   ORDER BY p.epoch DESC LIMIT 1)" \
+	"  AND (COALESCE(h.open_tli, h.issued_tli) OPERATOR(pg_catalog.<>) $4" \
+	"   OR (h.issued_tli OPERATOR(pg_catalog.<>) $4 AND h.boot_id OPERATOR(pg_catalog.=) $2))," \
+	" h.holder, h.epoch, h.started, COALESCE(h.open_tli, h.issued_tli)" \
 	" FROM (SELECT) one LEFT JOIN LATERAL (SELECT * FROM tenure.history" \
 	"  WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC LIMIT 1) h ON true"
 
@@ -459,9 +459,9 @@ static void
 tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 				int64 *ttl_us)
 {
-	Datum		args[8];
-	Oid			argtypes[8] = {TEXTOID, INT8OID, INT8OID, INT8OID,
-		TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[7];
+	Oid			argtypes[7] = {TEXTOID, INT8OID, INT8OID, INT8OID,
+		TEXTOID, TEXTOID, TEXTOID};
 	bool		isnull;
 	bool		candidate;
 	bool		in_recovery = RecoveryInProgress();
@@ -475,8 +475,7 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 	args[4] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RESTARTED));
 	args[5] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_PROMOTED));
 	args[6] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_DROPPED));
-	args[7] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_CLAIMED));
-	rc = SPI_execute_with_args(TENURE_CARRY_QUERY, 8, argtypes, args, NULL,
+	rc = SPI_execute_with_args(TENURE_CARRY_QUERY, 7, argtypes, args, NULL,
 							   true, 0);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "SPI_execute_with_args returned %d for a lease's history", rc);
@@ -496,7 +495,7 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 	switch (tenure_carry_promotion(candidate))
 	{
 		case TENURE_PROMOTION_KEPT:
-			if (candidate && tenure_carry_continues(row, carry))
+			if (candidate && tenure_carry_continues(name, row, carry))
 				carry->kind = TENURE_CARRY_CONTINUED;
 			break;
 		case TENURE_PROMOTION_LOST:
@@ -540,36 +539,97 @@ tenure_carry_promotion(bool wait)
 /*
  * Fill carry with the latest tenure of the last SPI result
  * (TENURE_CARRY_QUERY) if it continues: its epoch is the lease's latest
- * and was issued on the timeline the promotion left (src/README, P2).
- * Whether it was surely active on the old primary: only if its
- * predecessor (the tenure before its first epoch) released it, handed it
- * over, or expired under the automatic hold-off, or it had none.
+ * and it was open on the timeline the promotion left (src/README, P2).
+ * Active at once if it surely was on the old primary: a fixed hold-off
+ * of 0, or the automatic one and no earlier holder who may still believe.
  */
 static bool
-tenure_carry_continues(const TenureRow *row, TenureCarry *carry)
+tenure_carry_continues(const char *name, const TenureRow *row,
+					   TenureCarry *carry)
 {
 	TimeLineID	prev_tli;
+	int64		open_tli;
 	bool		isnull;
 	char	   *holder;
-	char	   *pred;
 
 	(void) tenure_promotion_state(&prev_tli);
 	carry->epoch = tenure_spi_int8(5, NULL);
+	open_tli = tenure_spi_int8(7, NULL);
+	/* open on the old timeline, or already this server's (history_rows.c) */
 	if (carry->epoch != row->epoch ||
-		tenure_spi_int8(7, NULL) != (int64) prev_tli)
+		(open_tli != (int64) prev_tli &&
+		 open_tli != (int64) GetWALInsertionTimeLine()))
 		return false;
 	holder = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
 	strlcpy(carry->holder, holder, sizeof(carry->holder));
 	carry->started = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
 													   SPI_tuptable->tupdesc,
 													   6, &isnull));
-	pred = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 8);
-	carry->active = pred == NULL ||
-		strcmp(pred, tenure_end_reason_text(TENURE_END_RELEASED)) == 0 ||
-		strcmp(pred, tenure_end_reason_text(TENURE_END_HANDED)) == 0 ||
-		(strcmp(pred, tenure_end_reason_text(TENURE_END_EXPIRED)) == 0 &&
-		 row->holdoff_us < 0);
+	/* a fixed hold-off makes every tenure wait it out from its start */
+	if (row->holdoff_us >= 0)
+		carry->active = row->holdoff_us == 0;
+	else
+		carry->active = tenure_carry_surely_active(name, carry);
 	return true;
+}
+
+/*
+ * Whether a continued tenure under the automatic hold-off was surely
+ * active on the old primary: no earlier holder of the lease may still
+ * have believed in its own tenure when this one started.  That is so if
+ * the tenure had no predecessor, or its predecessor expired, or released
+ * it or handed it over while itself surely active; claims belong to the
+ * tenure that made them.  Any other end (session end, revocation, restart,
+ * promotion, drop) leaves a hold-off bound that only the old primary's
+ * clock could say had passed.  The chain is followed 32 rows back at most,
+ * then the answer is no.  Inside the SPI session of tenure_carry_of().
+ */
+#define TENURE_CARRY_CHAIN_QUERY \
+	"WITH RECURSIVE c (epoch, reason, depth) AS (" \
+	" SELECT $2::pg_catalog.int8, NULL::pg_catalog.text, 0" \
+	" UNION ALL" \
+	" SELECT p.epoch, p.end_reason, c.depth OPERATOR(pg_catalog.+) 1" \
+	" FROM c CROSS JOIN LATERAL (SELECT epoch, end_reason FROM tenure.history" \
+	"  WHERE lease OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.<) c.epoch" \
+	"  ORDER BY epoch DESC LIMIT 1) p" \
+	" WHERE c.depth OPERATOR(pg_catalog.<) 32" \
+	"  AND (c.depth OPERATOR(pg_catalog.=) 0 OR c.reason OPERATOR(pg_catalog.=) ANY ($3)))" \
+	"SELECT reason, depth FROM c ORDER BY depth DESC LIMIT 1"
+
+static bool
+tenure_carry_surely_active(const char *name, const TenureCarry *carry)
+{
+	Datum		args[3];
+	Oid			argtypes[3] = {TEXTOID, INT8OID, TEXTARRAYOID};
+	Datum		through[3];
+	bool		isnull;
+	char	   *reason;
+	int64		depth;
+	int			rc;
+
+	through[0] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RELEASED));
+	through[1] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_HANDED));
+	through[2] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_CLAIMED));
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(carry->epoch);
+	args[2] = PointerGetDatum(construct_array(through, 3, TEXTOID, -1, false,
+											  TYPALIGN_INT));
+	rc = SPI_execute_with_args(TENURE_CARRY_CHAIN_QUERY, 3, argtypes, args,
+							   NULL, true, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "SPI_execute_with_args returned %d for a lease's history", rc);
+	reason = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	depth = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 2, &isnull));
+	if (reason == NULL)
+		return true;			/* no predecessor */
+	if (strcmp(reason, tenure_end_reason_text(TENURE_END_EXPIRED)) == 0)
+		return true;
+	/* the first tenure of the lease, reached through releases */
+	return depth < 32 &&
+		(strcmp(reason, tenure_end_reason_text(TENURE_END_RELEASED)) == 0 ||
+		 strcmp(reason, tenure_end_reason_text(TENURE_END_HANDED)) == 0 ||
+		 strcmp(reason, tenure_end_reason_text(TENURE_END_CLAIMED)) == 0);
 }
 
 /*
@@ -655,7 +715,9 @@ tenure_ensure_entry(const char *name, const TenureKey *key)
  * lease into shared memory if it is not there and its tenure continues
  * (src/README, P2), so that its holder's renew and leader_is find it.
  * Returns whether it loaded the entry.  Nothing to do (and no catalog
- * access) otherwise, or for an unknown lease.  Runs its own SPI session.
+ * access) otherwise, or for an unknown lease; until the keeper has found
+ * out what a promotion kept, the lease's row is read to see whether it
+ * has to wait for that.  Runs its own SPI session.
  */
 bool
 tenure_ensure_continued(const char *name, const TenureKey *key)
@@ -664,9 +726,11 @@ tenure_ensure_continued(const char *name, const TenureKey *key)
 	TenureRow	row;
 	TenureCarry carry;
 	bool		exists;
+	TenurePromotion state = tenure_promotion_state(NULL);
 
-	if (tenure_promotion_state(NULL) != TENURE_PROMOTION_KEPT ||
-		!tenure_state_stale(key, 0))
+	/* (not known yet right after a start: the load waits for it) */
+	if ((state != TENURE_PROMOTION_KEPT && state != TENURE_PROMOTION_UNKNOWN) ||
+		RecoveryInProgress() || !tenure_state_stale(key, 0))
 		return false;
 	tenure_spi_begin(&spi);
 	exists = tenure_load_committed(name, &row, true, &carry);

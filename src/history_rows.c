@@ -70,14 +70,14 @@ PG_FUNCTION_INFO_V1(pg_tenure_end_reasons);
  * Whether a row of tenure.history (in an UPDATE of the table) is a tenure
  * that continues after this server's promotion (catalog.c,
  * tenure_carry_of(); src/README, P2): not session-bound, the latest epoch
- * of its lease, issued by this cluster on timeline prev_tli, the one the
- * promotion left.  prev_tli is NULL unless the promotion kept every
+ * of its lease, issued by this cluster and open on timeline prev_tli (its
+ * open_tli), the one the promotion left.  prev_tli is NULL unless the promotion kept every
  * transaction (tenure_continued_tli()).
  */
 #define TENURE_CONTINUED(sysid, prev_tli) \
 	"COALESCE(NOT session_bound" \
 	" AND issued_sysid OPERATOR(pg_catalog.=) " sysid \
-	" AND issued_tli OPERATOR(pg_catalog.=) " prev_tli \
+	" AND COALESCE(open_tli, issued_tli) OPERATOR(pg_catalog.=) " prev_tli \
 	" AND epoch OPERATOR(pg_catalog.=) (SELECT l.epoch FROM tenure.lease l" \
 	"  WHERE l.name OPERATOR(pg_catalog.=) history.lease), false)"
 
@@ -124,9 +124,9 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 	args[3] = BoolGetDatum(session_bound);
 	args[4] = Int64GetDatum(tenure_boot_id());
 	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
-					" boot_id, issued_sysid, issued_tli, base, ttl)"
+					" boot_id, issued_sysid, issued_tli, open_tli, base, ttl)"
 					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
-					" issued_sysid, issued_tli, base, ttl FROM tenure.lease"
+					" issued_sysid, issued_tli, issued_tli, base, ttl FROM tenure.lease"
 					" WHERE name OPERATOR(pg_catalog.=) $1",
 					"titbi", args, NULL, SPI_OK_INSERT);
 
@@ -279,7 +279,7 @@ tenure_history_close_restarted(List **continued)
 		uint64		i;
 		uint64		n;
 
-		n = tenure_spi_exec("UPDATE tenure.history SET boot_id = $1"
+		n = tenure_spi_exec("UPDATE tenure.history SET boot_id = $1, open_tli = $4"
 							" WHERE ended IS NULL AND " TENURE_CONTINUED("$3", "$7")
 							" AND ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 							"  SELECT ctid FROM tenure.history"

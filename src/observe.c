@@ -326,6 +326,8 @@ tenure_await_live(const char *name, const TenureKnown *known,
 	bool		changed;
 
 	tenure_make_key(&key, MyDatabaseId, name);
+	/* a tenure that a promotion continued, not loaded yet (src/README, P2) */
+	(void) tenure_ensure_continued(name, &key);
 
 	/*
 	 * A lease that is not held needs no slot: its epoch is in its row (the

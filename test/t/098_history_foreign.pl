@@ -37,7 +37,7 @@ CREATE TABLE tenure.lease (name text, id bigint, owner regrole, ttl interval,
 CREATE TABLE tenure.history (lease text, epoch bigint, holder text,
 							 session_bound boolean, started timestamptz,
 							 ended timestamptz, end_reason text, boot_id bigint,
-							 issued_sysid bigint, issued_tli bigint,
+							 issued_sysid bigint, issued_tli bigint, open_tli bigint,
 							 base bigint, ttl interval);
 INSERT INTO tenure.history (lease, epoch, holder, session_bound, started, boot_id, base)
 	VALUES ('hf', 1, 'x', false, now(), 1, 0);
