@@ -107,13 +107,8 @@ $e{short} = $primary->safe_psql('postgres',
 	"SET ROLE app; SELECT tenure.acquire('short', 'A')");
 
 # the switchover
-$primary->stop('fast');
+stop_for_switchover($primary, $standby);
 $sbs->quit;
-my ($controldata) = run_command([ 'pg_controldata', $primary->data_dir ]);
-my ($checkpoint) = $controldata =~ /^Latest checkpoint location:\s+(\S+)$/m;
-$standby->poll_query_until('postgres',
-	"SELECT pg_last_wal_replay_lsn() > '$checkpoint'::pg_lsn")
-  or die;
 my $before_promote = time();
 $standby->promote;
 my $promoted = time();

@@ -80,12 +80,7 @@ start_statement($aw,
 );
 
 # the switchover
-$primary->stop('fast');
-my ($controldata) = run_command([ 'pg_controldata', $primary->data_dir ]);
-my ($checkpoint) = $controldata =~ /^Latest checkpoint location:\s+(\S+)$/m;
-$standby->poll_query_until('postgres',
-	"SELECT pg_last_wal_replay_lsn() > '$checkpoint'::pg_lsn")
-  or die;
+stop_for_switchover($primary, $standby);
 my $before_promote = time();
 $standby->promote;
 wait_for_keeper($standby);

@@ -37,12 +37,7 @@ $primary->wait_for_catchup($standby);
 sub switchover
 {
 	my ($old, $new) = @_;
-	$old->stop('fast');
-	my ($cd) = run_command([ 'pg_controldata', $old->data_dir ]);
-	my ($ckpt) = $cd =~ /^Latest checkpoint location:\s+(\S+)$/m;
-	$new->poll_query_until('postgres',
-		"SELECT pg_last_wal_replay_lsn() > '$ckpt'::pg_lsn")
-	  or die;
+	stop_for_switchover($old, $new);
 	$new->promote;
 }
 

@@ -32,6 +32,10 @@
 #   my $sql = fenced_write('t', 'w', $epoch, "$id, $epoch");  # other values
 #   my ($rc, $stderr) = try_sql($node, 'db', $sql);   # psql, errors
 #                                            # verbose (with the SQLSTATE)
+#   stop_for_switchover($primary, $standby); # stop $primary cleanly and
+#                                            # wait until $standby replayed
+#                                            # its shutdown checkpoint (dies
+#                                            # after the default timeout)
 #   my $stderr = sql_error($node, 'db', $sql);   # the same, and a test
 #                                            # that it fails
 #
@@ -50,7 +54,8 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(tenure_node wait_until tenure_of tenure_standby
-  start_statement keeper_pid wait_for_keeper fenced_write try_sql sql_error);
+  start_statement keeper_pid wait_for_keeper fenced_write try_sql sql_error
+  stop_for_switchover);
 
 sub tenure_node
 {
@@ -162,6 +167,25 @@ sub sql_error
 
 	isnt($rc, 0, 'statement fails: ' . (split /\n/, $sql)[-1]);
 	return $err;
+}
+
+
+# A clean stop of the primary whose shutdown checkpoint the standby
+# replays: promoting the standby then keeps every transaction (src/README,
+# P1).
+sub stop_for_switchover
+{
+	my ($primary, $standby) = @_;
+
+	$primary->stop('fast');
+	my ($controldata) = run_command([ 'pg_controldata', $primary->data_dir ]);
+	my ($checkpoint) =
+	  $controldata =~ /^Latest checkpoint location:\s+(\S+)$/m
+	  or die "no checkpoint location in pg_controldata's output";
+	$standby->poll_query_until('postgres',
+		"SELECT pg_last_wal_replay_lsn() > '$checkpoint'::pg_lsn")
+	  or die "the standby did not replay the shutdown checkpoint $checkpoint";
+	return;
 }
 
 1;
