@@ -193,12 +193,14 @@ sub events
 sub steps { grep { $_->[1] =~ /^(renew|acquire)$/ } events() }
 sub writes { grep { $_->[1] eq 'write' } events() }
 
-# acknowledged writes on $node, begun after $t, a standby had flushed at
-# their COMMIT (or, with $any, not)
+# acknowledged writes on $node, begun after $t, that a standby had flushed
+# at their COMMIT (with $any, also the others), in the order they began
 sub acked_on
 {
 	my ($node, $t, $any) = @_;
-	return grep { $_->[2] > $t && $_->[6] eq $port{$node} && $_->[7] =~ ($any ? qr/^ack/ : qr/^ack$/) } writes();
+	my @w = sort { $a->[2] <=> $b->[2] }
+	  grep { $_->[2] > $t && $_->[6] eq $port{$node} && $_->[7] =~ ($any ? qr/^ack/ : qr/^ack$/) } writes();
+	return @w;
 }
 
 # the holder that leads at $t, and its epoch: its lead began and its last
@@ -261,9 +263,9 @@ poll_until("$h1 steps through n2", sub {
 });
 is("$first->[1] $first->[5] $first->[6] $first->[7]", "renew $e1 $e1 t",
 	"switchover: $h1\'s first renew through n2 returns true, epoch $e1, leader_is true");
-poll_until("$h1 writes on n2 with epoch $e1", sub {
-	grep { $_->[0] eq $h1 && $_->[5] eq $e1 } acked_on('n2', $t1, 1) });
-pass("switchover: $h1\'s fenced write with epoch $e1 commits on n2");
+my $w;
+poll_until('a fenced write on n2', sub { ($w) = acked_on('n2', $t1, 1) });
+is("$w->[0] $w->[5]", "$h1 $e1", "switchover: the first fenced write that commits on n2 is $h1\'s, with epoch $e1");
 ok(log_says('n2', qr/pg_tenure: the promotion from timeline 1 kept every transaction of the old primary; its tenures continue/),
 	'switchover: the log of n2 says the tenures continue');
 fenced_on('n2', $e0, 'switchover');
