@@ -27,6 +27,12 @@ if [ "$(id -u)" != 0 ]; then
 	exit 2
 fi
 
+# whether the Patroni test runs here: on 15, where Debian ships Patroni
+# and etcd
+patroni_wanted() {
+	[ "$PG_MAJOR" = 15 ] && apt-cache show patroni etcd-server >/dev/null 2>&1
+}
+
 if [ -z "${TENURE_SKIP_APT:-}" ]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
@@ -41,10 +47,19 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			"postgresql-$PG_MAJOR-auto-failover" pg-auto-failover-cli >/dev/null
 	fi
+	# Patroni with etcd as its store for the Patroni test (191_patroni.pl),
+	# on 15 only (Debian 12's major; the test takes about a minute)
+	if patroni_wanted; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patroni etcd-server >/dev/null
+	fi
 fi
 # where Debian ships pg_auto_failover for this major, its test must run
 if apt-cache show "postgresql-$PG_MAJOR-auto-failover" >/dev/null 2>&1; then
 	export TENURE_HA_EXPECTED=1
+fi
+# and the Patroni test where this script installs Patroni
+if patroni_wanted; then
+	export TENURE_PATRONI_EXPECTED=1
 fi
 # (TENURE_APT_ONLY=1: install the packages and stop)
 [ -z "${TENURE_APT_ONLY:-}" ] || exit 0
