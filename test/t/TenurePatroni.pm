@@ -129,6 +129,9 @@ postgresql:
   data_dir: $self->{dir}/$node
   bin_dir: $self->{bindir}
   pgpass: $self->{dir}/$node.pgpass
+  remove_data_directory_on_rewind_failure: true
+  basebackup:
+    checkpoint: fast
   authentication:
     superuser:
       username: $user
