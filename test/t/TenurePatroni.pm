@@ -54,6 +54,7 @@ sub new
 		parameters => $params{parameters} // {},
 		bindir => $params{bindir} // _bindir(),
 		run => {},
+		owner => $$,
 	}, $class;
 
 	$self->{port}{$_} = PostgreSQL::Test::Cluster::get_free_port()
@@ -295,7 +296,8 @@ sub _teardown
 END
 {
 	my $rc = $?;
-	$_->_teardown for @clusters;
+	# not in a child the test forked
+	$_->_teardown for grep { $_->{owner} == $$ } @clusters;
 	$? = $rc;
 }
 
