@@ -53,9 +53,18 @@
 static void tenure_carry_of(const char *name, const TenureRow *row,
 							TenureCarry *carry, int64 *ttl_us);
 static TenurePromotion tenure_carry_promotion(bool wait);
-static bool tenure_carry_continues(const char *name, const TenureRow *row,
+/* What tenure_carry_chain() finds in a lease's history. */
+typedef struct TenureChain
+{
+	int64		ttl_us;			/* longest ttl of a holder who may believe */
+	bool		surely_active;	/* the latest tenure was surely active */
+} TenureChain;
+
+static void tenure_carry_chain(const char *name, int64 epoch,
+							   TenureChain *chain);
+static bool tenure_carry_continues(const TenureRow *row, int64 open_tli,
+								   const TenureChain *chain,
 								   TenureCarry *carry);
-static bool tenure_carry_surely_active(const char *name, const TenureCarry *carry);
 
 /*
  * Connect to SPI and become the extension's owner, which owns the
@@ -431,8 +440,9 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
  *   (H2); PROMOTED when this server was promoted in this run without the
  *   proof, whose old primary may go on serving it (P3).
  *
- * *ttl_us is the ttl of the latest tenure's history row (0 if unknown),
- * which the caller takes if it exceeds the lease's.  Inside an SPI
+ * *ttl_us is the longest ttl any holder who may still believe knew (see
+ * tenure_carry_chain(); 0 if the history is empty), which the caller takes
+ * if it exceeds the lease's.  Inside an SPI
  * session, under the snapshot tenure_load_committed() pushed.
  */
 #define TENURE_CARRY_QUERY \
@@ -446,7 +456,6 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 	"   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1" \
 	"   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3" \
 	"    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END)," \
-	" (EXTRACT(epoch FROM h.ttl) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8," \
 	" h.ended IS NULL AND NOT h.session_bound" \
 	"  AND h.issued_sysid OPERATOR(pg_catalog.=) $3" \
 	"  AND (COALESCE(h.open_tli, h.issued_tli) OPERATOR(pg_catalog.<>) $4" \
@@ -465,6 +474,8 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 	bool		isnull;
 	bool		candidate;
 	bool		in_recovery = RecoveryInProgress();
+	int64		open_tli;
+	TenureChain chain;
 	int			rc;
 	Datum		d;
 
@@ -481,21 +492,39 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 		elog(ERROR, "SPI_execute_with_args returned %d for a lease's history", rc);
 
 	memset(carry, 0, sizeof(TenureCarry));
+	*ttl_us = 0;
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	carry->kind = (!isnull && DatumGetBool(d)) ?
 		TENURE_CARRY_RESTART : TENURE_CARRY_NONE;
+	if (carry->kind == TENURE_CARRY_NONE)
+		return;
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-	*ttl_us = isnull ? 0 : DatumGetInt64(d);
-	if (carry->kind == TENURE_CARRY_NONE || in_recovery)
+	candidate = !isnull && DatumGetBool(d);
+	carry->epoch = tenure_spi_int8(4, &isnull);
+	memset(&chain, 0, sizeof(chain));
+	open_tli = 0;
+	if (!isnull)
+	{
+		strlcpy(carry->holder,
+				SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3),
+				sizeof(carry->holder));
+		carry->started = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc,
+														   5, &isnull));
+		open_tli = tenure_spi_int8(6, NULL);
+
+		/* the holders who may still believe, and the longest ttl they knew */
+		tenure_carry_chain(name, carry->epoch, &chain);
+		*ttl_us = chain.ttl_us;
+	}
+	if (in_recovery)
 		return;
 
-	/* whether the latest tenure may continue, if a promotion kept it */
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
-	candidate = !isnull && DatumGetBool(d);
 	switch (tenure_carry_promotion(candidate))
 	{
 		case TENURE_PROMOTION_KEPT:
-			if (candidate && tenure_carry_continues(name, row, carry))
+			if (candidate && tenure_carry_continues(row, open_tli, &chain,
+													carry))
 				carry->kind = TENURE_CARRY_CONTINUED;
 			break;
 		case TENURE_PROMOTION_LOST:
@@ -537,81 +566,75 @@ tenure_carry_promotion(bool wait)
 }
 
 /*
- * Fill carry with the latest tenure of the last SPI result
- * (TENURE_CARRY_QUERY) if it continues: its epoch is the lease's latest
- * and it was open on the timeline the promotion left (src/README, P2).
- * Active at once if it surely was on the old primary: a fixed hold-off
- * of 0, or the automatic one and no earlier holder who may still believe.
+ * Whether the latest tenure, whose row tenure_carry_of() read into carry,
+ * continues: its epoch is the lease's latest and it was open on the
+ * timeline the promotion left, or is already this server's (history_rows.c
+ * made it so) (src/README, P2).  Active at once if it surely was on the
+ * old primary: a fixed hold-off of 0, or the automatic one and no earlier
+ * holder who may still believe (the chain).
  */
 static bool
-tenure_carry_continues(const char *name, const TenureRow *row,
-					   TenureCarry *carry)
+tenure_carry_continues(const TenureRow *row, int64 open_tli,
+					   const TenureChain *chain, TenureCarry *carry)
 {
 	TimeLineID	prev_tli;
-	int64		open_tli;
-	bool		isnull;
-	char	   *holder;
 
 	(void) tenure_promotion_state(&prev_tli);
-	carry->epoch = tenure_spi_int8(5, NULL);
-	open_tli = tenure_spi_int8(7, NULL);
-	/* open on the old timeline, or already this server's (history_rows.c) */
 	if (carry->epoch != row->epoch ||
 		(open_tli != (int64) prev_tli &&
 		 open_tli != (int64) GetWALInsertionTimeLine()))
 		return false;
-	holder = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
-	strlcpy(carry->holder, holder, sizeof(carry->holder));
-	carry->started = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-													   SPI_tuptable->tupdesc,
-													   6, &isnull));
 	/* a fixed hold-off makes every tenure wait it out from its start */
 	if (row->holdoff_us >= 0)
 		carry->active = row->holdoff_us == 0;
 	else
-		carry->active = tenure_carry_surely_active(name, carry);
+		carry->active = chain->surely_active;
 	return true;
 }
 
 /*
- * Whether a continued tenure under the automatic hold-off was surely
- * active on the old primary: no earlier holder of the lease may still
- * have believed in its own tenure when this one started.  That is so if
- * the tenure had no predecessor, or its predecessor expired, or released
- * it or handed it over while itself surely active; claims belong to the
- * tenure that made them.  Any other end (session end, revocation, restart,
- * promotion, drop) leaves a hold-off bound that only the old primary's
- * clock could say had passed.  The chain is followed 32 rows back at most,
- * then the answer is no.  Inside the SPI session of tenure_carry_of().
+ * The holders of a lease who may still believe in a tenure: the holder of
+ * its latest tenure (epoch) and, back through releases and hand-overs
+ * (a successor inherits the bound its predecessor was still waiting out)
+ * and claims (the same tenure), the first earlier holder whose tenure ended
+ * otherwise.  The chain gives the longest ttl they knew (each history row
+ * keeps its tenure's, raised by alter_lease while it lasted), and whether
+ * the latest tenure was surely active: the chain ends with no earlier
+ * tenure, or with one that expired (its belief had ended when the next
+ * tenure started).  Followed 32 rows back at most; beyond, not surely
+ * active.  Inside the SPI session of tenure_carry_of().
  */
 #define TENURE_CARRY_CHAIN_QUERY \
-	"WITH RECURSIVE c (epoch, reason, depth) AS (" \
-	" SELECT $2::pg_catalog.int8, NULL::pg_catalog.text, 0" \
+	"WITH RECURSIVE c (epoch, reason, ttl, depth) AS (" \
+	" SELECT epoch, NULL::pg_catalog.text, ttl, 0 FROM tenure.history" \
+	"  WHERE lease OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.=) $2" \
 	" UNION ALL" \
-	" SELECT p.epoch, p.end_reason, c.depth OPERATOR(pg_catalog.+) 1" \
-	" FROM c CROSS JOIN LATERAL (SELECT epoch, end_reason FROM tenure.history" \
+	" SELECT p.epoch, p.end_reason, p.ttl, c.depth OPERATOR(pg_catalog.+) 1" \
+	" FROM c CROSS JOIN LATERAL (SELECT epoch, end_reason, ttl FROM tenure.history" \
 	"  WHERE lease OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.<) c.epoch" \
 	"  ORDER BY epoch DESC LIMIT 1) p" \
 	" WHERE c.depth OPERATOR(pg_catalog.<) 32" \
 	"  AND (c.depth OPERATOR(pg_catalog.=) 0 OR c.reason OPERATOR(pg_catalog.=) ANY ($3)))" \
-	"SELECT reason, depth FROM c ORDER BY depth DESC LIMIT 1"
+	"SELECT (SELECT reason FROM c ORDER BY depth DESC LIMIT 1)," \
+	" (SELECT max(depth) FROM c)," \
+	" (SELECT (EXTRACT(epoch FROM max(ttl)) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 FROM c)"
 
-static bool
-tenure_carry_surely_active(const char *name, const TenureCarry *carry)
+static void
+tenure_carry_chain(const char *name, int64 epoch, TenureChain *chain)
 {
 	Datum		args[3];
 	Oid			argtypes[3] = {TEXTOID, INT8OID, TEXTARRAYOID};
 	Datum		through[3];
 	bool		isnull;
 	char	   *reason;
-	int64		depth;
+	int32		depth;
 	int			rc;
 
 	through[0] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RELEASED));
 	through[1] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_HANDED));
 	through[2] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_CLAIMED));
 	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(carry->epoch);
+	args[1] = Int64GetDatum(epoch);
 	args[2] = PointerGetDatum(construct_array(through, 3, TEXTOID, -1, false,
 											  TYPALIGN_INT));
 	rc = SPI_execute_with_args(TENURE_CARRY_CHAIN_QUERY, 3, argtypes, args,
@@ -619,17 +642,21 @@ tenure_carry_surely_active(const char *name, const TenureCarry *carry)
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "SPI_execute_with_args returned %d for a lease's history", rc);
 	reason = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	depth = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+	depth = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 2, &isnull));
+	chain->ttl_us = tenure_spi_int8(3, &isnull);
+	if (isnull)
+		chain->ttl_us = 0;
 	if (reason == NULL)
-		return true;			/* no predecessor */
-	if (strcmp(reason, tenure_end_reason_text(TENURE_END_EXPIRED)) == 0)
-		return true;
-	/* the first tenure of the lease, reached through releases */
-	return depth < 32 &&
-		(strcmp(reason, tenure_end_reason_text(TENURE_END_RELEASED)) == 0 ||
-		 strcmp(reason, tenure_end_reason_text(TENURE_END_HANDED)) == 0 ||
-		 strcmp(reason, tenure_end_reason_text(TENURE_END_CLAIMED)) == 0);
+		chain->surely_active = true;	/* no earlier tenure */
+	else if (strcmp(reason, tenure_end_reason_text(TENURE_END_EXPIRED)) == 0)
+		chain->surely_active = true;
+	else
+		/* the lease's first tenure, reached through releases */
+		chain->surely_active = depth < 32 &&
+			(strcmp(reason, tenure_end_reason_text(TENURE_END_RELEASED)) == 0 ||
+			 strcmp(reason, tenure_end_reason_text(TENURE_END_HANDED)) == 0 ||
+			 strcmp(reason, tenure_end_reason_text(TENURE_END_CLAIMED)) == 0);
 }
 
 /*
