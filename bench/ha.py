@@ -664,9 +664,15 @@ def check(what, kind, t0, new, lease):
     ev = list(events)
     steps = [e for e in ev if e.kind in STEPS and e.lease == lease and e.epoch is not None]
     on_new = [e for e in steps if e.port == port[new] and e.recv > t0]
-    old = {e.epoch for e in steps if not (e.port == port[new] and e.recv > t0)}
-    # a tenure continued: its holder renewed it through the new primary
-    continued = {e.epoch for e in on_new if e.kind == "renew" and e.epoch in old}
+    old_holder = {e.epoch: e.holder for e in steps if not (e.port == port[new] and e.recv > t0)}
+    old = set(old_holder)
+    # a tenure continued: its holder renewed it, or acquired it again (which
+    # renews its own tenure), through the new primary at the same epoch;
+    # another holder at an old epoch is a violation
+    for e in on_new:
+        if e.epoch in old and e.holder != old_holder[e.epoch]:
+            raise Violation(f"{what}/{lease}: {e.holder} got epoch {e.epoch} of {old_holder[e.epoch]} on the new primary")
+    continued = {e.epoch for e in on_new if e.epoch in old}
     if continued and kind == "kill":
         raise Violation(f"{what}/{lease}: tenure {continued} continued through a killed primary")
     fresh = [e.epoch for e in on_new if e.epoch not in continued]
