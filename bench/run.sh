@@ -14,6 +14,8 @@
 #   pairs        fenced INSERT, paired runs (fenced_pairs.csv)
 #   failover     bench/failover.c (failover.csv)
 #   scale        SCALE_MAX live leases (scale.csv, scale_raw.csv, scale_costs.csv)
+#   ddl          bench/ddl.sh: what the event triggers cost DDL outside
+#                every fenced tree (ddl.md, ddl.csv)
 #   profile      bench/profile.sh: perf profile of acquire + release (profile.txt)
 # and latest.md (every table) and latest.png (the chart) from what ran.
 #
@@ -25,7 +27,8 @@
 # (1500), TODAY_TRIALS (30), SCALE_MAX (100000), SCALE_FEW (10),
 # SCALE_ACQUIRE_BATCH (1000), SCALE_LOOP (1000), SCALE_LOCK_HEADROOM
 # (1000), KEEPER_IDLE_SECONDS (20), KEEPER_RENEW_RATE (100), PROFILE_SECONDS
-# (10), PROFILE_CLIENTS ("1 8"), SECTIONS, OUT (results directory, kept),
+# (10), PROFILE_CLIENTS ("1 8"), DDL_SECONDS (5), DDL_RUNS (3),
+# DDL_CHILDREN (5000), SECTIONS, OUT (results directory, kept),
 # TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
 #
 # Runs as root: installs what it needs, builds and installs pg_tenure, and
@@ -45,7 +48,7 @@ dflt() { if [ -n "$smoke" ]; then echo "$2"; else echo "$1"; fi; }
 DURATION=${DURATION:-$(dflt 4 2)}
 REPEATS=${REPEATS:-$(dflt 3 1)}
 CLIENTS=${CLIENTS:-"1 8"}
-all_sections="fsync scenarios interleaved pairs failover scale profile"
+all_sections="fsync scenarios interleaved pairs failover scale ddl profile"
 SECTIONS=${SECTIONS:-$all_sections}
 want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 # OUT: the results stay there; a smoke run's go to a temp dir that is
@@ -714,6 +717,26 @@ if want scale; then
 		echo
 	} >"$parts/60_scale.md"
 	phase_done scale
+fi
+
+# ---------------------------------------------------------------- ddl
+if want ddl; then
+	echo "ddl: bash bench/ddl.sh (its own cluster)"
+	ddl_env=(TENURE_SKIP_APT=1 TENURE_SKIP_INSTALL=1 DDL_CSV="$out/ddl.csv")
+	if [ -n "$smoke" ]; then
+		ddl_env+=(DDL_SECONDS="${DDL_SECONDS:-1}" DDL_RUNS="${DDL_RUNS:-1}" DDL_CHILDREN="${DDL_CHILDREN:-100}")
+	fi
+	echo "case,database,run,latency_ms" >"$out/ddl.csv"
+	if ! env "${ddl_env[@]}" bash "$here/ddl.sh" >"$out/ddl.md" 2>"$dir/ddl.err"; then
+		cat "$dir/ddl.err" >&2
+		echo "bench: ddl.sh failed" >&2
+		exit 1
+	fi
+	{
+		cat "$out/ddl.md"
+		echo
+	} >"$parts/65_ddl.md"
+	phase_done ddl
 fi
 
 # ---------------------------------------------------------------- profile
