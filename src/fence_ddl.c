@@ -15,6 +15,20 @@
  * a rewrite) is checked as a write by the same event trigger.  The fence
  * triggers themselves cannot be disabled, replaced or renamed.
  *
+ * What it costs.  The trigger runs on everyone's DDL, so it looks only
+ * where a command can concern a fence.  It first asks whether anything is
+ * fenced at all (tenure_fence_any(), the first row of tenure.fenced): in a
+ * database that fences nothing it is then done.  Otherwise it reads what
+ * the command touched, calling pg_event_trigger_ddl_commands() and
+ * pg_event_trigger_dropped_objects() directly (tenure_fence_ddl_objects()),
+ * and looks those relations, their parents and their fences up by index
+ * (tenure_fence_ddl_scope()): DDL on tables outside every fenced tree
+ * costs a few index lookups, whatever the number of tables, partitions
+ * and fences in the database.  Only a command that touches a fenced tree,
+ * or a table with a fenced parent, goes on to the checks below, and the
+ * SQL statements among them run with pinned planner settings
+ * (tenure_fence_spi_begin()).
+ *
  * Fences are set up and removed, by tenure.fence_table() and
  * tenure.unfence_table() and by this trigger, with the verbs of
  * fence_table.c.  The writes themselves are checked in fence.c
@@ -24,20 +38,34 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
 #include "commands/tablecmds.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "nodes/pg_list.h"
 #include "storage/lmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/tuplestore.h"
 
 #include "pg_tenure.h"
 #include "state.h"
@@ -49,16 +77,43 @@
 PG_FUNCTION_INFO_V1(pg_tenure_fence_ddl);
 
 /*
- * The fence of a partition or inheritance edge, read by pg_tenure_fence_ddl().
+ * An edge of pg_inherits whose two sides are not fenced by the same lease,
+ * found by tenure_fence_ddl_edges().
  */
 typedef struct TenureFenceEdge
 {
 	Oid			child;
 	Oid			parent;
+	int32		seqno;			/* the child's inhseqno */
+	bool		made;			/* this transaction made the edge */
 	char	   *child_lease;	/* NULL if not fenced */
 	char	   *parent_lease;	/* NULL if not fenced */
 	char		child_kind;
 } TenureFenceEdge;
+
+/*
+ * An object a DDL command touched: a row of pg_event_trigger_ddl_commands()
+ * or pg_event_trigger_dropped_objects().
+ */
+typedef struct TenureDdlObject
+{
+	Oid			classid;
+	Oid			objid;
+	char	   *trigger;		/* a dropped trigger's name, else NULL */
+} TenureDdlObject;
+
+/*
+ * What a command on ddl_command_end touched (tenure_fence_ddl_scope()).
+ */
+typedef struct TenureDdlScope
+{
+	List	   *reported;		/* relations the command reports */
+	List	   *rels;			/* those, the tables of the triggers it
+								 * reports, the partitions it attaches or
+								 * detaches */
+	bool		near;			/* one of rels is fenced, or has a fenced
+								 * parent */
+} TenureDdlScope;
 
 /*
  * Whether column col of an SPI result, an xmin (or NULL), is this
@@ -74,6 +129,178 @@ tenure_xmin_current(HeapTuple tup, TupleDesc desc, int col)
 }
 
 /*
+ * The name of a dropped trigger: the third of the address_names of its
+ * row of pg_event_trigger_dropped_objects() (schema, table, trigger).
+ */
+static char *
+tenure_fence_ddl_trigger_name(Datum names)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(DatumGetArrayTypeP(names), TEXTOID, -1, false,
+					  TYPALIGN_INT, &elems, &nulls, &n);
+	return n >= 3 && !nulls[2] ? TextDatumGetCString(elems[2]) : NULL;
+}
+
+/*
+ * The objects the current command touched, as the event trigger function
+ * funcid reports them: pg_event_trigger_ddl_commands() (on
+ * ddl_command_end) or pg_event_trigger_dropped_objects() (on sql_drop).
+ * The function is called directly, in materialize mode, as the executor
+ * calls a set-returning function: no statement to parse, plan or run.
+ */
+static List *
+tenure_fence_ddl_objects(Oid funcid)
+{
+	FmgrInfo	flinfo;
+	LOCAL_FCINFO(fcinfo, 0);
+	ReturnSetInfo rsinfo;
+	TupleTableSlot *slot;
+	List	   *objects = NIL;
+
+	fmgr_info(funcid, &flinfo);
+	memset(&rsinfo, 0, sizeof(rsinfo));
+	rsinfo.type = T_ReturnSetInfo;
+	rsinfo.econtext = CreateStandaloneExprContext();
+	rsinfo.allowedModes = SFRM_Materialize;
+	rsinfo.returnMode = SFRM_ValuePerCall;
+	InitFunctionCallInfoData(*fcinfo, &flinfo, 0, InvalidOid, NULL,
+							 (Node *) &rsinfo);
+	(void) FunctionCallInvoke(fcinfo);
+	if (rsinfo.returnMode != SFRM_Materialize || rsinfo.setResult == NULL)
+		elog(ERROR, "function %u did not return a materialized set", funcid);
+
+	slot = MakeSingleTupleTableSlot(rsinfo.setDesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(rsinfo.setResult, true, false, slot))
+	{
+		TenureDdlObject *object = palloc0(sizeof(TenureDdlObject));
+		bool		isnull;
+
+		/* classid and objid lead both functions' rows */
+		object->classid = DatumGetObjectId(slot_getattr(slot, 1, &isnull));
+		object->objid = DatumGetObjectId(slot_getattr(slot, 2, &isnull));
+		if (funcid == F_PG_EVENT_TRIGGER_DROPPED_OBJECTS &&
+			object->classid == TriggerRelationId)
+		{
+			/* address_names, the 11th column */
+			Datum		names = slot_getattr(slot, 11, &isnull);
+
+			if (!isnull)
+				object->trigger = tenure_fence_ddl_trigger_name(names);
+		}
+		objects = lappend(objects, object);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	tuplestore_end(rsinfo.setResult);
+	FreeExprContext(rsinfo.econtext, true);
+	return objects;
+}
+
+/*
+ * The table of trigger trigid, or InvalidOid.
+ */
+static Oid
+tenure_fence_ddl_trigger_rel(Oid trigid)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			relid = InvalidOid;
+
+	rel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_trigger_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(trigid));
+	scan = systable_beginscan(rel, TriggerOidIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+		relid = ((Form_pg_trigger) GETSTRUCT(tup))->tgrelid;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return relid;
+}
+
+/*
+ * Whether table relid is fenced, or has a fenced parent (is a new child of
+ * a fenced table, say).
+ */
+static bool
+tenure_fence_ddl_near(Oid relid)
+{
+	ListCell   *lc;
+
+	if (tenure_fenced_by(relid) != NULL)
+		return true;
+	foreach(lc, tenure_rel_parents(relid))
+		if (tenure_fenced_by(lfirst_oid(lc)) != NULL)
+			return true;
+	return false;
+}
+
+/*
+ * What the command that fired ddl_command_end touched.  The relations it
+ * reports are those it created or altered (CREATE SCHEMA reports each
+ * table it creates, ALTER TABLE the table it alters); an ALTER TABLE that
+ * attaches or detaches a partition reports the parent, so the partition
+ * is read from the statement.  A trigger created or altered stands for
+ * its table.  Every edge of pg_inherits that a command adds has its child
+ * among these relations; a fence the command must check belongs to one of
+ * them or, if the relation is new to a tree, to one of its parents.
+ */
+static void
+tenure_fence_ddl_scope(EventTriggerData *trigdata, TenureDdlScope *scope)
+{
+	ListCell   *lc;
+
+	scope->reported = NIL;
+	scope->rels = NIL;
+	scope->near = false;
+	foreach(lc, tenure_fence_ddl_objects(F_PG_EVENT_TRIGGER_DDL_COMMANDS))
+	{
+		TenureDdlObject *object = lfirst(lc);
+
+		if (object->classid == RelationRelationId)
+		{
+			scope->reported = list_append_unique_oid(scope->reported, object->objid);
+			scope->rels = list_append_unique_oid(scope->rels, object->objid);
+		}
+		else if (object->classid == TriggerRelationId)
+		{
+			Oid			relid = tenure_fence_ddl_trigger_rel(object->objid);
+
+			if (OidIsValid(relid))
+				scope->rels = list_append_unique_oid(scope->rels, relid);
+		}
+	}
+	if (trigdata->parsetree != NULL && IsA(trigdata->parsetree, AlterTableStmt))
+	{
+		foreach(lc, ((AlterTableStmt *) trigdata->parsetree)->cmds)
+		{
+			AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+			Oid			relid;
+
+			if (cmd->subtype != AT_AttachPartition &&
+				cmd->subtype != AT_DetachPartition &&
+				cmd->subtype != AT_DetachPartitionFinalize)
+				continue;
+			/* locked by the command, which resolved the same name */
+			relid = RangeVarGetRelid(((PartitionCmd *) cmd->def)->name, NoLock, true);
+			if (OidIsValid(relid))
+				scope->rels = list_append_unique_oid(scope->rels, relid);
+		}
+	}
+	foreach(lc, scope->rels)
+	{
+		if (tenure_fence_ddl_near(lfirst_oid(lc)))
+		{
+			scope->near = true;
+			break;
+		}
+	}
+}
+
+/*
  * Before an unfenced child is fenced with its parent: refuse if it also
  * inherits from a table not fenced by the same lease (multiple
  * inheritance), which could then never be fenced as one tree.
@@ -86,14 +313,11 @@ tenure_fence_ddl_other_parents(const TenureFenceEdge *edge)
 	foreach(lc, tenure_rel_parents(edge->child))
 	{
 		Oid			other = lfirst_oid(lc);
-		TenureSpi	spi;
 		char	   *lease;
 
 		if (other == edge->parent)
 			continue;
-		tenure_spi_begin(&spi);
 		lease = tenure_fenced_by(other);
-		tenure_spi_end(&spi);
 		if (lease == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -115,14 +339,96 @@ tenure_fence_ddl_other_parents(const TenureFenceEdge *edge)
 }
 
 /*
- * Keep every tree whole after DDL (see pg_tenure_fence_ddl()): fence unfenced
- * children of fenced tables with the parent's lease, level by level, and
- * raise an ERROR, aborting the DDL, for what cannot be fixed.
+ * Add to edges (unless there already) the edges of pg_inherits in which
+ * relid is the child, or with as_parent the parent, whose two sides are
+ * not fenced by the same lease, as committed now, and which are this
+ * transaction's business: it made the edge, or the fence of one of its
+ * sides.  One left broken by a superuser who bypassed the event trigger
+ * must not make everyone's DDL fail.  Partitioned indexes have edges too,
+ * never fenced on either side.
  */
-static void
-tenure_fence_ddl_trees(void)
+static List *
+tenure_fence_ddl_edges(List *edges, Oid relid, bool as_parent)
 {
-	MemoryContext cxt = CurrentMemoryContext;
+	Relation	inh;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *found = NIL;
+	ListCell   *lc;
+
+	/* a catalog scan sees the latest committed state, and ours */
+	inh = table_open(InheritsRelationId, AccessShareLock);
+	ScanKeyInit(&key, as_parent ? Anum_pg_inherits_inhparent : Anum_pg_inherits_inhrelid,
+				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(inh, as_parent ? InheritsParentIndexId : InheritsRelidSeqnoIndexId,
+							  true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_inherits form = (Form_pg_inherits) GETSTRUCT(tup);
+		TenureFenceEdge *edge = palloc0(sizeof(TenureFenceEdge));
+
+		edge->child = form->inhrelid;
+		edge->parent = form->inhparent;
+		edge->seqno = form->inhseqno;
+		edge->made = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data));
+		found = lappend(found, edge);
+	}
+	systable_endscan(scan);
+	table_close(inh, AccessShareLock);
+
+	foreach(lc, found)
+	{
+		TenureFenceEdge *edge = lfirst(lc);
+		ListCell   *le;
+		bool		child_mine;
+		bool		parent_mine;
+		bool		known = false;
+
+		foreach(le, edges)
+			if (((TenureFenceEdge *) lfirst(le))->child == edge->child &&
+				((TenureFenceEdge *) lfirst(le))->parent == edge->parent)
+				known = true;
+		if (known)
+			continue;
+		edge->child_lease = tenure_fence_lease(edge->child, &child_mine);
+		edge->parent_lease = tenure_fence_lease(edge->parent, &parent_mine);
+		if (!edge->made && !child_mine && !parent_mine)
+			continue;
+		if (edge->child_lease == NULL ? edge->parent_lease == NULL :
+			edge->parent_lease != NULL && strcmp(edge->child_lease, edge->parent_lease) == 0)
+			continue;
+		edge->child_kind = get_rel_relkind(edge->child);
+		edges = lappend(edges, edge);
+	}
+	return edges;
+}
+
+/*
+ * Order of edges: by child, then by its inhseqno.
+ */
+static int
+tenure_fence_edge_cmp(const ListCell *a, const ListCell *b)
+{
+	const TenureFenceEdge *ea = lfirst(a);
+	const TenureFenceEdge *eb = lfirst(b);
+
+	if (ea->child != eb->child)
+		return ea->child < eb->child ? -1 : 1;
+	return ea->seqno < eb->seqno ? -1 : ea->seqno > eb->seqno ? 1 : 0;
+}
+
+/*
+ * Keep every tree whole after DDL (see pg_tenure_fence_ddl()): fence the
+ * unfenced children of fenced tables with the parent's lease, level by
+ * level, and raise an ERROR, aborting the DDL, for what cannot be fixed.
+ * rels are the relations the command touched (tenure_fence_ddl_scope()):
+ * their edges as children, then those of the tables fenced here, as
+ * children and as parents.  Returns the tables fenced here.
+ */
+static List *
+tenure_fence_ddl_trees(List *rels)
+{
 	List	   *fixed = NIL;
 
 	for (;;)
@@ -130,59 +436,17 @@ tenure_fence_ddl_trees(void)
 		List	   *edges = NIL;
 		List	   *round = NIL;
 		ListCell   *lc;
-		TenureSpi	spi;
-		uint64		i;
 
-		/*
-		 * Every edge whose two sides are not fenced by the same lease, as
-		 * committed now (a REPEATABLE READ snapshot might predate a fence).
-		 * Partitioned indexes have edges too, never fenced on either side.
-		 * Only edges this transaction made, or whose fences it made, are
-		 * its business: one left broken by a superuser who bypassed the
-		 * event trigger must not make everyone's DDL fail.
-		 */
-		tenure_spi_begin(&spi);
-		tenure_fence_query("SELECT i.inhrelid, i.inhparent, fc.lease, fp.lease, c.relkind,"
-						   "  i.xmin, fc.xmin, fp.xmin"
-						   " FROM pg_catalog.pg_inherits i"
-						   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
-						   " LEFT JOIN tenure.fenced fc"
-						   "  ON fc.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) i.inhrelid"
-						   " LEFT JOIN tenure.fenced fp"
-						   "  ON fp.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) i.inhparent"
-						   " WHERE fc.lease IS DISTINCT FROM fp.lease"
-						   " ORDER BY i.inhrelid, i.inhseqno",
-						   0, NULL);
-		for (i = 0; i < SPI_processed; i++)
+		foreach(lc, rels)
+			edges = tenure_fence_ddl_edges(edges, lfirst_oid(lc), false);
+		foreach(lc, fixed)
 		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			TenureFenceEdge *edge;
-			bool		isnull;
-			char	   *child_lease = SPI_getvalue(tup, desc, 3);
-			char	   *parent_lease = SPI_getvalue(tup, desc, 4);
-			MemoryContext old;
-
-			if (!tenure_xmin_current(tup, desc, 6) &&
-				!tenure_xmin_current(tup, desc, 7) &&
-				!tenure_xmin_current(tup, desc, 8))
-				continue;
-
-			/* in the caller's context: SPI's goes away with the session */
-			old = MemoryContextSwitchTo(cxt);
-			edge = palloc(sizeof(TenureFenceEdge));
-			edge->child = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-			edge->parent = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-			edge->child_lease = child_lease ? pstrdup(child_lease) : NULL;
-			edge->parent_lease = parent_lease ? pstrdup(parent_lease) : NULL;
-			edge->child_kind = DatumGetChar(SPI_getbinval(tup, desc, 5, &isnull));
-			edges = lappend(edges, edge);
-			MemoryContextSwitchTo(old);
+			edges = tenure_fence_ddl_edges(edges, lfirst_oid(lc), false);
+			edges = tenure_fence_ddl_edges(edges, lfirst_oid(lc), true);
 		}
-		tenure_spi_end(&spi);
-
 		if (edges == NIL)
-			return;
+			return fixed;
+		list_sort(edges, tenure_fence_edge_cmp);
 
 		foreach(lc, edges)
 		{
@@ -246,6 +510,8 @@ tenure_fence_ddl_trees(void)
 								   edge->parent_lease)));
 		}
 		fixed = list_concat(fixed, round);
+		/* see the fences just made */
+		CommandCounterIncrement();
 	}
 }
 
@@ -265,12 +531,12 @@ tenure_fence_ddl_subscriptions(void)
 	char	   *lease = NULL;
 	uint64		i;
 
-	tenure_spi_begin(&spi);
+	tenure_fence_spi_begin(&spi);
 	tenure_fence_query("SELECT f.tbl::pg_catalog.oid, r.srsubid, f.lease, f.xmin, r.xmin"
 					   " FROM tenure.fenced f JOIN pg_catalog.pg_subscription_rel r"
 					   "  ON r.srrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
 					   " ORDER BY 1, 2",
-					   0, NULL);
+					   "", NULL);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -313,12 +579,29 @@ tenure_fence_ddl_subscriptions(void)
 	 TRIGGER_TYPE_DELETE | TRIGGER_TYPE_UPDATE)
 
 /*
- * The query of tenure_fence_ddl_changed_triggers(): every trigger on a
- * fenced table that bears a fence trigger's name or function, and whether
- * it has the right shape (TENURE_FENCE_TGTYPE, or TENURE_FENCE_APPLY_TGTYPE
- * on a table that holds rows; never a partition's clone of its parent's
- * trigger).  Built once per backend with the tgtypes filled in, and kept,
- * so that its plan is kept too (tenure_spi_plan() keys plans by text).
+ * Whether a table fenced by this command (tenure_fence_ddl_trees()) is
+ * written by a logical replication subscription (a subscribed table
+ * attached to a fenced tree).
+ */
+static bool
+tenure_fence_ddl_subscribed(List *fenced)
+{
+	ListCell   *lc;
+
+	foreach(lc, fenced)
+		if (OidIsValid(tenure_rel_subscription(lfirst_oid(lc))))
+			return true;
+	return false;
+}
+
+/*
+ * The query of tenure_fence_ddl_changed_triggers(): every trigger on the
+ * fenced tables among $1 that bears a fence trigger's name or function,
+ * and whether it has the right shape (TENURE_FENCE_TGTYPE, or
+ * TENURE_FENCE_APPLY_TGTYPE on a table that holds rows; never a
+ * partition's clone of its parent's trigger).  Built once per backend with
+ * the tgtypes filled in, and kept, so that its plan is kept too
+ * (tenure_spi_plan() keys plans by text).
  */
 static const char *
 tenure_fence_ddl_triggers_query(void)
@@ -348,13 +631,72 @@ tenure_fence_ddl_triggers_query(void)
 				   " FROM tenure.fenced f JOIN pg_catalog.pg_trigger t"
 				   "  ON t.tgrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
 				   " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid"
-				   " WHERE t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
-				   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
-				   "  OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc"
+				   " WHERE f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+				   "  AND (t.tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
+				   "   OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_trigger'::pg_catalog.regproc"
+				   "   OR t.tgfoid OPERATOR(pg_catalog.=) 'tenure.fence_apply_trigger'::pg_catalog.regproc)"
 				   " ORDER BY f.tbl::pg_catalog.oid, t.tgname",
 				   TENURE_FENCE_TGTYPE, TENURE_FENCE_APPLY_TGTYPE);
 	MemoryContextSwitchTo(old);
 	return sql;
+}
+
+/*
+ * The tables whose fence triggers a command on ddl_command_end may have
+ * changed: the fenced ones among rels (tenure_fence_ddl_scope()) and the
+ * tables fenced by this command, and below those their partitions and
+ * children if the command enables or disables triggers or creates or
+ * alters one (which may recurse to the partitions' clones).  As an oid[],
+ * or (Datum) 0 if there is none.
+ */
+static Datum
+tenure_fence_ddl_trigger_tables(List *rels, List *fenced, Node *parsetree,
+								CommandTag tag)
+{
+	bool		recurse = (tag == CMDTAG_CREATE_TRIGGER || tag == CMDTAG_ALTER_TRIGGER);
+	List	   *tables = NIL;
+	Datum	   *oids;
+	ListCell   *lc;
+	int			n = 0;
+
+	if (parsetree != NULL && IsA(parsetree, AlterTableStmt))
+	{
+		foreach(lc, ((AlterTableStmt *) parsetree)->cmds)
+		{
+			switch (((AlterTableCmd *) lfirst(lc))->subtype)
+			{
+				case AT_EnableTrig:
+				case AT_EnableAlwaysTrig:
+				case AT_EnableReplicaTrig:
+				case AT_DisableTrig:
+				case AT_EnableTrigAll:
+				case AT_DisableTrigAll:
+				case AT_EnableTrigUser:
+				case AT_DisableTrigUser:
+					recurse = true;
+					break;
+				default:
+					break;
+			}
+		}
+	}
+	foreach(lc, list_concat_copy(rels, fenced))
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		if (tenure_fenced_by(relid) == NULL)
+			continue;
+		if (recurse)
+			tables = list_concat_unique_oid(tables, find_all_inheritors(relid, NoLock, NULL));
+		else
+			tables = list_append_unique_oid(tables, relid);
+	}
+	if (tables == NIL)
+		return (Datum) 0;
+	oids = palloc(sizeof(Datum) * list_length(tables));
+	foreach(lc, tables)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
 }
 
 /*
@@ -373,14 +715,17 @@ tenure_fence_ddl_triggers_query(void)
  *   one of the right shape is enabled as it must be at once (a restore
  *   does the same with its next command).
  *
- * As for trees, only trigger rows this transaction changed are its
- * business.  Dropped fence triggers: tenure_fence_ddl_dropped_triggers().
+ * Only the triggers of tables (an oid[]: tenure_fence_ddl_trigger_tables())
+ * that the command may have changed, and of those only the trigger rows
+ * this transaction changed, are its business.  Dropped fence triggers:
+ * tenure_fence_ddl_dropped_triggers().
  */
 static void
-tenure_fence_ddl_changed_triggers(bool creating)
+tenure_fence_ddl_changed_triggers(bool creating, Datum tables)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	TenureSpi	spi;
+	Datum		args[1];
 	char	   *table = NULL;
 	char	   *trigger = NULL;
 	char	   *lease = NULL;
@@ -390,10 +735,11 @@ tenure_fence_ddl_changed_triggers(bool creating)
 
 	/* see the fences this event trigger itself just made */
 	CommandCounterIncrement();
-	tenure_spi_begin(&spi);
+	tenure_fence_spi_begin(&spi);
 
 	/* trigger rows with a fence trigger's name or function, and their shape */
-	tenure_fence_query(tenure_fence_ddl_triggers_query(), 0, NULL);
+	args[0] = tables;
+	tenure_fence_query(tenure_fence_ddl_triggers_query(), "O", args);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -457,7 +803,7 @@ tenure_fence_ddl_dropped_triggers(void)
 	uint64		n;
 	uint64		i;
 
-	tenure_spi_begin(&spi);
+	tenure_fence_spi_begin(&spi);
 
 	/*
 	 * Fence triggers dropped from tables that are still fenced, with
@@ -466,8 +812,9 @@ tenure_fence_ddl_dropped_triggers(void)
 	 */
 	tenure_fence_query("SELECT DISTINCT f.tbl::pg_catalog.oid, f.tbl::pg_catalog.text, f.lease,"
 					   "  EXISTS (SELECT FROM pg_catalog.pg_inherits i"
-					   "   WHERE i.inhrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid"
-					   "   OR i.inhparent OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid),"
+					   "   WHERE i.inhrelid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid)"
+					   "  OR EXISTS (SELECT FROM pg_catalog.pg_inherits i"
+					   "   WHERE i.inhparent OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid),"
 					   "  pg_catalog.min(d.address_names[3]) OVER (PARTITION BY f.tbl)"
 					   " FROM pg_catalog.pg_event_trigger_dropped_objects() d"
 					   " JOIN tenure.fenced f ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=)"
@@ -476,7 +823,7 @@ tenure_fence_ddl_dropped_triggers(void)
 					   " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass"
 					   " AND d.address_names[3] OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')"
 					   " ORDER BY 1",
-					   0, NULL);
+					   "", NULL);
 	/* (tenure_fence_forget() runs statements of its own) */
 	dropped = SPI_tuptable;
 	n = SPI_processed;
@@ -546,7 +893,7 @@ tenure_fence_ddl_check(const char *lease, const char *table, const char *command
  * name) pairs, and check each as a fenced write by the DDL command.
  */
 static void
-tenure_fence_ddl_check_query(const char *sql, int nargs, Datum *args,
+tenure_fence_ddl_check_query(const char *sql, const char *types, Datum *args,
 							 const char *command)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -557,8 +904,8 @@ tenure_fence_ddl_check_query(const char *sql, int nargs, Datum *args,
 	ListCell   *lc2;
 	uint64		i;
 
-	tenure_spi_begin(&spi);
-	tenure_fence_query(sql, nargs, args);
+	tenure_fence_spi_begin(&spi);
+	tenure_fence_query(sql, types, args);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -582,14 +929,80 @@ tenure_fence_ddl_check_query(const char *sql, int nargs, Datum *args,
 static void
 tenure_fence_ddl_write(Oid relid, const char *command)
 {
-	TenureSpi	spi;
-	char	   *lease;
+	char	   *lease = tenure_fenced_by(relid);
 
-	tenure_spi_begin(&spi);
-	lease = tenure_fenced_by(relid);
-	tenure_spi_end(&spi);
 	if (lease != NULL)
 		tenure_fence_ddl_check(lease, get_rel_name(relid), command);
+}
+
+/*
+ * Whether (classid, objid) is among the pairs classes and objids hold.
+ */
+static bool
+tenure_fence_ddl_seen(List *classes, List *objids, Oid classid, Oid objid)
+{
+	ListCell   *lc1;
+	ListCell   *lc2;
+
+	forboth(lc1, classes, lc2, objids)
+		if (lfirst_oid(lc1) == classid && lfirst_oid(lc2) == objid)
+			return true;
+	return false;
+}
+
+/*
+ * Whether a fenced table other than relid has a column whose type is
+ * built on the row type of relid: the walk of the query of
+ * tenure_fence_ddl_rowtype_users(), through pg_depend by its index, so
+ * that the query runs only when it has something to report.
+ */
+static bool
+tenure_fence_ddl_rowtype_fenced(Oid relid)
+{
+	Oid			reltype = get_rel_type_id(relid);
+	Relation	dep;
+	List	   *classes;
+	List	   *objids;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	int			i;
+
+	if (!OidIsValid(reltype))
+		return false;
+	classes = list_make1_oid(TypeRelationId);
+	objids = list_make1_oid(reltype);
+	dep = table_open(DependRelationId, AccessShareLock);
+	for (i = 0; i < list_length(objids); i++)
+	{
+		ScanKeyData key[2];
+		SysScanDesc scan;
+		HeapTuple	tup;
+
+		ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(list_nth_oid(classes, i)));
+		ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(list_nth_oid(objids, i)));
+		scan = systable_beginscan(dep, DependReferenceIndexId, true, NULL, 2, key);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+
+			if ((d->classid != TypeRelationId && d->classid != RelationRelationId) ||
+				(d->deptype != DEPENDENCY_NORMAL && d->deptype != DEPENDENCY_INTERNAL) ||
+				tenure_fence_ddl_seen(classes, objids, d->classid, d->objid))
+				continue;
+			classes = lappend_oid(classes, d->classid);
+			objids = lappend_oid(objids, d->objid);
+		}
+		systable_endscan(scan);
+	}
+	table_close(dep, AccessShareLock);
+
+	forboth(lc1, classes, lc2, objids)
+		if (lfirst_oid(lc1) == RelationRelationId && lfirst_oid(lc2) != relid &&
+			tenure_fenced_by(lfirst_oid(lc2)) != NULL)
+			return true;
+	return false;
 }
 
 /*
@@ -627,47 +1040,60 @@ tenure_fence_ddl_rowtype_users(Oid relid, const char *command)
 								 " WHERE dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
 								 " AND dep.objid OPERATOR(pg_catalog.<>) $1"
 								 " ORDER BY f.lease, c.relname",
-								 1, args, command);
+								 "o", args, command);
 }
 
 /*
- * The typed tables of composite type relid (its pg_class row), locked as
- * ALTER TYPE ... CASCADE will lock them, are written by that command.
+ * The typed tables of composite type relid (its pg_class row), in OID
+ * order, locked as ALTER TYPE ... CASCADE will lock them: each depends on
+ * the type (pg_depend), and has it as reloftype.
  */
-static void
-tenure_fence_ddl_typed_tables(Oid relid, const char *command)
+static List *
+tenure_fence_ddl_typed_tables(Oid relid)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	TenureSpi	spi;
-	Datum		args[1];
+	Oid			reltype = get_rel_type_id(relid);
 	List	   *tables = NIL;
+	Relation	dep;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
 	ListCell   *lc;
-	uint64		i;
 
-	tenure_spi_begin(&spi);
-	args[0] = ObjectIdGetDatum(relid);
-	tenure_fence_query("SELECT t.oid FROM pg_catalog.pg_class t JOIN pg_catalog.pg_class c"
-					   "  ON t.reloftype OPERATOR(pg_catalog.=) c.reltype"
-					   " WHERE c.oid OPERATOR(pg_catalog.=) $1 ORDER BY 1",
-					   1, args);
-	for (i = 0; i < SPI_processed; i++)
+	if (!OidIsValid(reltype))
+		return NIL;
+	dep = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(TypeRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(reltype));
+	scan = systable_beginscan(dep, DependReferenceIndexId, true, NULL, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
-		bool		isnull;
-		MemoryContext old = MemoryContextSwitchTo(cxt);
+		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
 
-		tables = lappend_oid(tables,
-							 DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-															SPI_tuptable->tupdesc, 1,
-															&isnull)));
-		MemoryContextSwitchTo(old);
+		if (d->classid == RelationRelationId && d->objsubid == 0)
+			tables = list_append_unique_oid(tables, d->objid);
 	}
-	tenure_spi_end(&spi);
+	systable_endscan(scan);
+	table_close(dep, AccessShareLock);
 
 	foreach(lc, tables)
 	{
-		LockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
-		tenure_fence_ddl_write(lfirst_oid(lc), command);
+		HeapTuple	reltup = SearchSysCache1(RELOID, ObjectIdGetDatum(lfirst_oid(lc)));
+		bool		typed = false;
+
+		if (HeapTupleIsValid(reltup))
+		{
+			typed = ((Form_pg_class) GETSTRUCT(reltup))->reloftype == reltype;
+			ReleaseSysCache(reltup);
+		}
+		if (!typed)
+			tables = foreach_delete_current(tables, lc);
 	}
+	list_sort(tables, list_oid_cmp);
+	foreach(lc, tables)
+		LockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
+	return tables;
 }
 
 /*
@@ -687,15 +1113,16 @@ tenure_fence_ddl_typed_tables(Oid relid, const char *command)
  * array, domain or composite type built on it): see
  * tenure_fence_ddl_rowtype_users().
  *
- * The table is locked first, as the command itself will lock it, so that a
- * fence_table() committed before the command runs is seen: fence_table()
- * locks the tree in a mode that conflicts with each of these.  So is the
- * parent named by INHERIT, whose rows the child's join.  (ATTACH needs no
- * look at the attached table: if it is fenced, its parent must be fenced
- * by the same lease, or tenure_fence_ddl_trees() refuses the command.)
- * ALTER TYPE ... ADD, DROP or ALTER ATTRIBUTE ... CASCADE does the same to
- * the tables of the type (typed tables).  A rewrite by a path not listed
- * here is still checked, on table_rewrite.
+ * The tables are locked first, as the command itself will lock them, and
+ * only then is tenure.fenced read, so that a fence_table() committed
+ * before the command runs is seen: fence_table() locks the tree in a mode
+ * that conflicts with each of these.  So is the parent named by INHERIT,
+ * whose rows the child's join.  (ATTACH needs no look at the attached
+ * table: if it is fenced, its parent must be fenced by the same lease, or
+ * tenure_fence_ddl_trees() refuses the command.)  ALTER TYPE ... ADD, DROP
+ * or ALTER ATTRIBUTE ... CASCADE does the same to the tables of the type
+ * (typed tables).  A rewrite by a path not listed here is still checked,
+ * on table_rewrite.
  */
 static void
 tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
@@ -705,6 +1132,8 @@ tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
 	bool		writes = false;
 	bool		columns = false;
 	Oid			relid;
+	Oid			parentid = InvalidOid;
+	List	   *typed = NIL;
 
 	if (stmt->objtype != OBJECT_TABLE && stmt->objtype != OBJECT_TYPE)
 		return;
@@ -742,22 +1171,26 @@ tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
 	relid = AlterTableLookupRelation(stmt, AlterTableGetLockLevel(stmt->cmds));
 	if (!OidIsValid(relid))
 		return;
-	if (columns)
+	if (stmt->objtype == OBJECT_TYPE)
+		typed = tenure_fence_ddl_typed_tables(relid);
+	else if (parent != NULL)
+		/* ALTER TABLE ... INHERIT locks the parent so */
+		parentid = RangeVarGetRelid(parent, ShareUpdateExclusiveLock, true);
+	/* all locked: nothing fenced now is nothing fenced for this command */
+	if (!tenure_fence_any())
+		return;
+
+	if (columns && tenure_fence_ddl_rowtype_fenced(relid))
 		tenure_fence_ddl_rowtype_users(relid, command);
 	if (stmt->objtype == OBJECT_TYPE)
 	{
-		tenure_fence_ddl_typed_tables(relid, command);
+		foreach(lc, typed)
+			tenure_fence_ddl_write(lfirst_oid(lc), command);
 		return;
 	}
 	tenure_fence_ddl_write(relid, command);
-	if (parent != NULL)
-	{
-		/* ALTER TABLE ... INHERIT locks the parent so */
-		Oid			parentid = RangeVarGetRelid(parent, ShareUpdateExclusiveLock, true);
-
-		if (OidIsValid(parentid))
-			tenure_fence_ddl_write(parentid, command);
-	}
+	if (OidIsValid(parentid))
+		tenure_fence_ddl_write(parentid, command);
 }
 
 /*
@@ -769,21 +1202,11 @@ tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
 static void
 tenure_fence_ddl_rewrite(const char *command)
 {
-	TenureSpi	spi;
 	Oid			relid;
 	int32		reason;
-	bool		isnull;
 
-	tenure_spi_begin(&spi);
-	tenure_spi_exec("SELECT pg_catalog.pg_event_trigger_table_rewrite_oid(),"
-					"  pg_catalog.pg_event_trigger_table_rewrite_reason()",
-					"", NULL, NULL, SPI_OK_SELECT);
-	relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-										   SPI_tuptable->tupdesc, 1, &isnull));
-	reason = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 2, &isnull));
-	tenure_spi_end(&spi);
-
+	relid = DatumGetObjectId(OidFunctionCall0(F_PG_EVENT_TRIGGER_TABLE_REWRITE_OID));
+	reason = DatumGetInt32(OidFunctionCall0(F_PG_EVENT_TRIGGER_TABLE_REWRITE_REASON));
 	if (reason & (AT_REWRITE_DEFAULT_VAL | AT_REWRITE_COLUMN_REWRITE))
 		tenure_fence_ddl_write(relid, command);
 }
@@ -805,7 +1228,55 @@ tenure_fence_ddl_dropped_tables(const char *command)
 								 "  ON f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid"
 								 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
 								 " ORDER BY f.lease, d.address_names[2]",
-								 0, NULL, command);
+								 "", NULL, command);
+}
+
+/*
+ * Whether the command that fired sql_drop dropped a fenced table, one of
+ * its columns, or a trigger named as a fence trigger is.
+ */
+static bool
+tenure_fence_ddl_drops_fence(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, tenure_fence_ddl_objects(F_PG_EVENT_TRIGGER_DROPPED_OBJECTS))
+	{
+		TenureDdlObject *object = lfirst(lc);
+
+		if (object->classid == RelationRelationId &&
+			tenure_fenced_by(object->objid) != NULL)
+			return true;
+		if (object->classid == TriggerRelationId && object->trigger != NULL &&
+			(strcmp(object->trigger, "tenure_fence") == 0 ||
+			 strcmp(object->trigger, "tenure_fence_apply") == 0))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * On sql_drop: check the drop of fenced tables and columns as writes,
+ * forget dropped tables, and handle dropped fence triggers; nothing to do
+ * unless the command dropped one of these.
+ */
+static void
+tenure_fence_ddl_drop(const char *command)
+{
+	TenureSpi	spi;
+
+	if (!tenure_fence_any() || !tenure_fence_ddl_drops_fence())
+		return;
+	tenure_fence_ddl_dropped_tables(command);
+	tenure_fence_spi_begin(&spi);
+	tenure_spi_exec("DELETE FROM tenure.fenced f"
+					" USING pg_catalog.pg_event_trigger_dropped_objects() d"
+					" WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					" AND d.objsubid OPERATOR(pg_catalog.=) 0"
+					" AND d.objid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid",
+					"", NULL, NULL, SPI_OK_DELETE);
+	tenure_spi_end(&spi);
+	tenure_fence_ddl_dropped_triggers();
 }
 
 /*
@@ -818,15 +1289,17 @@ tenure_fence_ddl_dropped_tables(const char *command)
  * object no fence uses never fails for a fence.
  */
 static void
-tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree)
+tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree, const TenureDdlScope *scope)
 {
 	bool		owner = false;
+	List	   *seed = NIL;
+	Datum	   *oids;
+	ListCell   *lc;
+	int			n = 0;
 
 	/* a relation given to another role: its row type may be a column's */
 	if (parsetree != NULL && IsA(parsetree, AlterTableStmt))
 	{
-		ListCell   *lc;
-
 		foreach(lc, ((AlterTableStmt *) parsetree)->cmds)
 			if (((AlterTableCmd *) lfirst(lc))->subtype == AT_ChangeOwner)
 				owner = true;
@@ -838,6 +1311,7 @@ tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree)
 		tag == CMDTAG_ALTER_OPERATOR_FAMILY ||
 		tag == CMDTAG_ALTER_TEXT_SEARCH_CONFIGURATION ||
 		tag == CMDTAG_ALTER_TEXT_SEARCH_DICTIONARY)
+	{
 		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f",
 														" AND o.tbl OPERATOR(pg_catalog.=) ANY ("
 														"  SELECT d.tbl FROM dep d"
@@ -845,12 +1319,55 @@ tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree)
 														"   ON c.classid OPERATOR(pg_catalog.=) d.classid"
 														"   AND c.objid OPERATOR(pg_catalog.=) d.objid)"),
 								   (Datum) 0, false);
-	else
-		tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT f.tbl::pg_catalog.oid FROM tenure.fenced f"
-														" WHERE f.tbl::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ("
-														"  SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c"
-														"  WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass)", ""),
-								   (Datum) 0, false);
+		return;
+	}
+
+	/* the fenced tables among those the command reports */
+	foreach(lc, scope->reported)
+		if (tenure_fenced_by(lfirst_oid(lc)) != NULL)
+			seed = lappend_oid(seed, lfirst_oid(lc));
+	if (seed == NIL)
+		return;
+	oids = palloc(sizeof(Datum) * list_length(seed));
+	foreach(lc, seed)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	tenure_fence_foreign_check(TENURE_FOREIGN_QUERY("SELECT pg_catalog.unnest($2::pg_catalog.oid[])", ""),
+							   PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid),
+															   true, TYPALIGN_INT)),
+							   false);
+}
+
+/*
+ * On ddl_command_end (see pg_tenure_fence_ddl()).  Nothing to do in a
+ * database that fences nothing, nor for a command that touched no fenced
+ * table and no child of one (tenure_fence_ddl_scope()), unless it changed
+ * a subscription or an object a fenced table may use.
+ */
+static void
+tenure_fence_ddl_end(EventTriggerData *trigdata)
+{
+	TenureDdlScope scope;
+	List	   *fenced = NIL;
+	Datum		tables;
+
+	if (!tenure_fence_any())
+		return;
+	tenure_fence_ddl_scope(trigdata, &scope);
+	if (scope.near)
+		fenced = tenure_fence_ddl_trees(scope.rels);
+	/* the fences made here are seen from now on */
+	CommandCounterIncrement();
+	tenure_fence_ddl_foreign(trigdata->tag, trigdata->parsetree, &scope);
+	if (trigdata->tag == CMDTAG_CREATE_SUBSCRIPTION ||
+		trigdata->tag == CMDTAG_ALTER_SUBSCRIPTION ||
+		tenure_fence_ddl_subscribed(fenced))
+		tenure_fence_ddl_subscriptions();
+	if (!scope.near)
+		return;
+	tables = tenure_fence_ddl_trigger_tables(scope.rels, fenced,
+											 trigdata->parsetree, trigdata->tag);
+	if (tables != (Datum) 0)
+		tenure_fence_ddl_changed_triggers(trigdata->tag == CMDTAG_CREATE_TRIGGER, tables);
 }
 
 /*
@@ -863,12 +1380,11 @@ tenure_fence_ddl_foreign(CommandTag tag, Node *parsetree)
  * refuse the command; refuse a fenced table as a logical replication
  * target; refuse to disable, replace or drop a fence trigger.
  *
- * It does not ask pg_event_trigger_ddl_commands() what the command touched
- * (CREATE SCHEMA does not report the tables it creates): it looks at every
- * edge of pg_inherits and every subscribed table, as committed now, and
- * acts on those whose catalog or tenure.fenced rows this transaction
- * wrote.  The invariant holds after every command, so only the
- * transaction's own changes can break it (short of a superuser bypassing
+ * It looks only at what the command touched (tenure_fence_ddl_scope()),
+ * as committed now, and acts on the edges of pg_inherits, subscribed
+ * tables and trigger rows whose catalog or tenure.fenced rows this
+ * transaction wrote.  The invariant holds after every command, so only
+ * the command's own changes can break it (short of a superuser bypassing
  * this trigger).
  */
 Datum
@@ -876,7 +1392,6 @@ pg_tenure_fence_ddl(PG_FUNCTION_ARGS)
 {
 	EventTriggerData *trigdata = (EventTriggerData *) fcinfo->context;
 	const char *command;
-	TenureSpi	spi;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -892,31 +1407,12 @@ pg_tenure_fence_ddl(PG_FUNCTION_ARGS)
 	{
 		if (IsA(trigdata->parsetree, AlterTableStmt))
 			tenure_fence_ddl_alter((AlterTableStmt *) trigdata->parsetree, command);
-		PG_RETURN_NULL();
 	}
-	if (strcmp(trigdata->event, "table_rewrite") == 0)
-	{
+	else if (strcmp(trigdata->event, "table_rewrite") == 0)
 		tenure_fence_ddl_rewrite(command);
-		PG_RETURN_NULL();
-	}
-	if (strcmp(trigdata->event, "sql_drop") == 0)
-	{
-		tenure_fence_ddl_dropped_tables(command);
-		tenure_spi_begin(&spi);
-		tenure_spi_exec("DELETE FROM tenure.fenced f"
-						" USING pg_catalog.pg_event_trigger_dropped_objects() d"
-						" WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-						" AND d.objsubid OPERATOR(pg_catalog.=) 0"
-						" AND d.objid OPERATOR(pg_catalog.=) f.tbl::pg_catalog.oid",
-						"", NULL, NULL, SPI_OK_DELETE);
-		tenure_spi_end(&spi);
-		tenure_fence_ddl_dropped_triggers();
-		PG_RETURN_NULL();
-	}
-
-	tenure_fence_ddl_trees();
-	tenure_fence_ddl_foreign(trigdata->tag, trigdata->parsetree);
-	tenure_fence_ddl_subscriptions();
-	tenure_fence_ddl_changed_triggers(trigdata->tag == CMDTAG_CREATE_TRIGGER);
+	else if (strcmp(trigdata->event, "sql_drop") == 0)
+		tenure_fence_ddl_drop(command);
+	else
+		tenure_fence_ddl_end(trigdata);
 	PG_RETURN_NULL();
 }

@@ -20,7 +20,12 @@
  * Fences:
  *		tenure_fence_one()		fence one table by a lease
  *		tenure_fence_forget()	forget that a table is fenced
- *		tenure_fenced_by()		the lease that fences a table, as committed now
+ *		tenure_fence_any()		whether anything is fenced, as committed now
+ *		tenure_fence_lease(), tenure_fenced_by()
+ *								the lease that fences a table, as committed
+ *								now (index lookups in C, no SPI)
+ *		tenure_fence_spi_begin() an SPI session with the planner settings
+ *								pinned, for every statement of the fence
  *		tenure_fence_query()	run a query under the latest snapshot
  *		tenure_fence_utility()	run pg_tenure's own DDL, which the event
  *								trigger lets pass while
@@ -28,7 +33,7 @@
  *
  * Tables and subscriptions, for messages and tree walks:
  *		tenure_rel_qualified(), tenure_rel_parents(),
- *		tenure_subscription_name()
+ *		tenure_rel_subscription(), tenure_subscription_name()
  *
  * What shapes a fenced table's rows (src/README, F9):
  *		tenure_fence_foreign_check() runs a query that TENURE_FOREIGN_QUERY
@@ -41,8 +46,10 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
@@ -58,8 +65,10 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "pg_tenure.h"
@@ -83,22 +92,67 @@ tenure_rel_qualified(Oid relid)
 }
 
 /*
- * Run a query with OID arguments in pg_tenure's SPI session under the
- * latest snapshot, not the transaction's: who is fenced must be read as
- * committed now, or a REPEATABLE READ transaction attaching a partition
- * would not see a fence committed after its snapshot was taken (see
- * pg_tenure_fence_table()).  The command counter advances as usual, so the
- * transaction's own changes are seen too.  $1 is an oid, $2 an oid[].
+ * Planner settings that every statement of the fence runs with, whatever
+ * the session set.  A session with enable_seqscan = off, say, would have
+ * catalog queries costed near 1e10, planned strangely and JIT-compiled on
+ * every DDL command; the event trigger runs on everyone's DDL, so its
+ * plans must not depend on anyone's settings.  Each method is enabled (as
+ * by default), and JIT is off: these statements read a few catalog rows.
+ */
+static const char *const tenure_fence_planner[][2] = {
+	{"enable_bitmapscan", "on"},
+	{"enable_gathermerge", "on"},
+	{"enable_hashagg", "on"},
+	{"enable_hashjoin", "on"},
+	{"enable_incremental_sort", "on"},
+	{"enable_indexonlyscan", "on"},
+	{"enable_indexscan", "on"},
+	{"enable_material", "on"},
+	{"enable_memoize", "on"},
+	{"enable_mergejoin", "on"},
+	{"enable_nestloop", "on"},
+	{"enable_parallel_append", "on"},
+	{"enable_parallel_hash", "on"},
+	{"enable_seqscan", "on"},
+	{"enable_sort", "on"},
+	{"enable_tidscan", "on"},
+	{"jit", "off"},
+};
+
+/*
+ * Begin an SPI session (tenure_spi_begin()) with the planner settings
+ * above, set at its GUC nest level: tenure_spi_end() puts the session's
+ * own back.  Every SPI session of fence_table.c and fence_ddl.c begins
+ * here.
  */
 void
-tenure_fence_query(const char *sql, int nargs, Datum *args)
+tenure_fence_spi_begin(TenureSpi *spi)
 {
-	static const char *const types[] = {"", "o", "oO"};
+	int			i;
+
+	tenure_spi_begin(spi);
+	for (i = 0; i < (int) lengthof(tenure_fence_planner); i++)
+		(void) set_config_option(tenure_fence_planner[i][0], tenure_fence_planner[i][1],
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
+ * Run a query in pg_tenure's SPI session (tenure_fence_spi_begin()) under
+ * the latest snapshot, not the transaction's: who is fenced must be read
+ * as committed now, or a REPEATABLE READ transaction attaching a partition
+ * would not see a fence committed after its snapshot was taken (see
+ * pg_tenure_fence_table()).  The command counter advances as usual, so the
+ * transaction's own changes are seen too.  types has a letter per
+ * argument, as for tenure_spi_plan(): 'o' oid, 'O' oid[].
+ */
+void
+tenure_fence_query(const char *sql, const char *types, Datum *args)
+{
 	int			rc;
 
-	Assert(nargs >= 0 && nargs < (int) lengthof(types));
-	/* planned once per backend (catalog.c): event triggers run on all DDL */
-	rc = SPI_execute_snapshot(tenure_spi_plan(sql, types[nargs]), args, NULL,
+	/* planned once per backend (catalog.c), under the pinned settings */
+	rc = SPI_execute_snapshot(tenure_spi_plan(sql, types), args, NULL,
 							  GetLatestSnapshot(), InvalidSnapshot, false,
 							  true, 0);
 	if (rc != SPI_OK_SELECT)
@@ -106,23 +160,79 @@ tenure_fence_query(const char *sql, int nargs, Datum *args)
 }
 
 /*
- * The lease that fences table relid as committed now, or NULL.  Inside an
- * SPI session; the result outlives it.
+ * Whether any table of this database is fenced, as committed now (and
+ * written by this transaction so far).  A scan of tenure.fenced that
+ * stops at its first row: the event trigger asks it first, and has no
+ * more to do in a database that fences nothing.
+ */
+bool
+tenure_fence_any(void)
+{
+	Relation	rel;
+	Snapshot	snapshot;
+	SysScanDesc scan;
+	bool		any;
+
+	rel = table_open(tenure_objects(false)->fenced, AccessShareLock);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, InvalidOid, false, snapshot, 0, NULL);
+	any = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	return any;
+}
+
+/*
+ * The lease that fences table relid as committed now (and written by this
+ * transaction so far), or NULL; if mine is not NULL, *mine says whether
+ * this transaction wrote that row of tenure.fenced.  An index lookup, no
+ * SPI: the event trigger asks it of every table a command touches.
+ */
+char *
+tenure_fence_lease(Oid relid, bool *mine)
+{
+	Relation	rel;
+	Snapshot	snapshot;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *lease = NULL;
+
+	if (mine != NULL)
+		*mine = false;
+	rel = table_open(tenure_objects(false)->fenced, AccessShareLock);
+	/* rd_pkindex is valid once the index list is */
+	list_free(RelationGetIndexList(rel));
+	if (!OidIsValid(rel->rd_pkindex))
+		elog(ERROR, "table tenure.fenced has no primary key");
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, rel->rd_pkindex, true, snapshot, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		value = heap_getattr(tup, 2, RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			lease = TextDatumGetCString(value);
+		if (mine != NULL)
+			*mine = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data));
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	return lease;
+}
+
+/*
+ * The lease that fences table relid as committed now, or NULL.
  */
 char *
 tenure_fenced_by(Oid relid)
 {
-	Datum		args[1];
-	char	   *lease;
-
-	args[0] = ObjectIdGetDatum(relid);
-	tenure_fence_query("SELECT lease FROM tenure.fenced"
-					   " WHERE tbl OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
-					   1, args);
-	if (SPI_processed == 0)
-		return NULL;
-	lease = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	return strcpy(SPI_palloc(strlen(lease) + 1), lease);
+	return tenure_fence_lease(relid, NULL);
 }
 
 /*
@@ -166,7 +276,7 @@ tenure_rel_root(Oid relid)
  * A logical replication subscription of this database that writes table
  * relid (pg_subscription_rel is per database), or InvalidOid.
  */
-static Oid
+Oid
 tenure_rel_subscription(Oid relid)
 {
 	Relation	subrel;
@@ -250,7 +360,7 @@ tenure_fence_triggers_of(Oid relid, MemoryContext cxt)
 	tenure_fence_query("SELECT pg_catalog.quote_ident(tgname) FROM pg_catalog.pg_trigger"
 					   " WHERE tgrelid OPERATOR(pg_catalog.=) $1"
 					   " AND tgname OPERATOR(pg_catalog.=) ANY ('{tenure_fence,tenure_fence_apply}')",
-					   1, args);
+					   "o", args);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
@@ -316,7 +426,7 @@ tenure_fence_one(Oid relid, const char *lease)
 	StringInfoData sql;
 	List	   *left;
 
-	tenure_spi_begin(&spi);
+	tenure_fence_spi_begin(&spi);
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = CStringGetTextDatum(lease);
 	tenure_spi_exec("INSERT INTO tenure.fenced (tbl, lease) VALUES ($1::pg_catalog.regclass, $2)",
@@ -363,7 +473,7 @@ tenure_unfence_one(Oid relid)
 	TenureSpi	spi;
 	List	   *triggers;
 
-	tenure_spi_begin(&spi);
+	tenure_fence_spi_begin(&spi);
 	tenure_fence_forget(relid);
 	triggers = tenure_fence_triggers_of(relid, cxt);
 	tenure_spi_end(&spi);
@@ -424,7 +534,7 @@ tenure_fence_targets(FunctionCallInfo fcinfo)
 /*
  * A parent, outside the tree rels (root first), of one of the tree's
  * descendants, or InvalidOid; *child is set to that descendant.  With
- * fenced_only, only a fenced parent counts (inside an SPI session).
+ * fenced_only, only a fenced parent counts.
  */
 static Oid
 tenure_tree_outside_parent(List *rels, bool fenced_only, Oid *child)
@@ -466,8 +576,8 @@ tenure_fence_foreign_check(const char *sql, Datum tables, bool fencing)
 
 	args[0] = ObjectIdGetDatum(tenure_objects(false)->extension);
 	args[1] = tables;
-	tenure_spi_begin(&spi);
-	tenure_fence_query(sql, tables ? 2 : 1, args);
+	tenure_fence_spi_begin(&spi);
+	tenure_fence_query(sql, tables ? "oO" : "o", args);
 	if (SPI_processed > 0)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[0];
@@ -625,7 +735,7 @@ pg_tenure_fence_table(PG_FUNCTION_ARGS)
 								   true);
 	}
 
-	tenure_spi_begin(&spi);
+	tenure_fence_spi_begin(&spi);
 	args[0] = CStringGetTextDatum(name);
 	/*
 	 * Locked against a concurrent drop_lease until we commit.  A fence
@@ -678,12 +788,10 @@ pg_tenure_unfence_table(PG_FUNCTION_ARGS)
 	List	   *rels = tenure_fence_targets(fcinfo);
 	Oid			relid = linitial_oid(rels);
 	ListCell   *lc;
-	TenureSpi	spi;
 	bool		fenced;
 	Oid			parent = InvalidOid;
 	Oid			child = InvalidOid;
 
-	tenure_spi_begin(&spi);
 	fenced = tenure_fenced_by(relid) != NULL;
 	/* a partition or child of a fenced table stays fenced with it */
 	foreach(lc, tenure_rel_parents(relid))
@@ -697,7 +805,6 @@ pg_tenure_unfence_table(PG_FUNCTION_ARGS)
 	/* and so does a descendant that also inherits from a fenced table */
 	if (fenced && !OidIsValid(parent))
 		parent = tenure_tree_outside_parent(rels, true, &child);
-	tenure_spi_end(&spi);
 
 	if (!fenced)
 		ereport(ERROR,
