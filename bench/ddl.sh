@@ -6,9 +6,10 @@
 # database with pg_tenure and in one without, on a throwaway cluster with
 # run.sh's settings (bench/lib.sh), the two databases taking turns, and
 # reports the median latency without / the median latency with (1.0: the
-# extension costs nothing), and the same ratio run by run (each run with
-# pg_tenure against the run without next to it), which a neighbour's load
-# disturbs less on a small machine.
+# extension costs nothing), the same ratio run by run (each run with
+# pg_tenure against the run without next to it), and the ratio of the CPU
+# time the backend spends per script, which a neighbour's load on a small
+# machine does not disturb.
 #
 #   bash bench/ddl.sh                     # as root; about 4 minutes
 #   bash bench/ddl.sh >bench/results/ddl.md   # what bench/run.sh does
@@ -49,9 +50,9 @@ ddl_db() {
 	psql_q -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" \
 		-c "CREATE DATABASE $db" >/dev/null
 	if [ "$n" -gt 0 ]; then
-		psql_q -d "$db" -c "CREATE TABLE ddl_parent (a int)" >/dev/null
+		psql_q -d "$db" -c "CREATE TABLE public.ddl_parent (a int)" >/dev/null
 		psql_q -d "$db" >/dev/null <<SQL
-SELECT format('CREATE TABLE ddl_child_%s () INHERITS (ddl_parent)', i) FROM generate_series(1, $n) i
+SELECT format('CREATE TABLE public.ddl_child_%s () INHERITS (public.ddl_parent)', i) FROM generate_series(1, $n) i
 \gexec
 SQL
 	fi
@@ -60,12 +61,38 @@ SQL
 	fi
 }
 
-# ddl_run DB PGOPTIONS: one pgbench run; prints its mean latency in ms
+# ddl_settle DB...: vacuum and analyze the databases just made (their
+# catalogs too) and checkpoint, so that the runs start from the same state:
+# otherwise the database made first runs slower for a while
+ddl_settle() {
+	local db
+	for db in "$@"; do
+		psql_q -d "$db" -c "VACUUM (ANALYZE)" >/dev/null
+	done
+	psql_q -c "CHECKPOINT" >/dev/null
+}
+
+# ddl_run DB PGOPTIONS: one pgbench run; prints its mean latency in ms and
+# the CPU time its backend spent per script in us (utime + stime from
+# /proc, read until the backend exits), which other processes' load on
+# the machine does not inflate
 ddl_run() {
-	local log
-	log=$(as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="$2" $PG_BIN/pgbench -n -c 1 -T "$secs" \
-		-f "$dir/scripts/ddl.sql" "$1" 2>&1) || { echo "$log" >&2; return 1; }
-	echo "$log" | awk '/^latency average/ {print $4}'
+	local db=$1 opts=$2 bg pid= stat= last= n
+	as_user env PGHOST=$dir PGPORT=$port PGOPTIONS="$opts" $PG_BIN/pgbench -n -c 1 -T "$secs" \
+		-f "$dir/scripts/ddl.sql" "$db" >"$dir/ddl_run.log" 2>&1 &
+	bg=$!
+	while kill -0 "$bg" 2>/dev/null; do
+		[ -n "$pid" ] || pid=$(psql_q -c "SELECT pid FROM pg_stat_activity
+			WHERE datname = '$db' AND application_name = 'pgbench'" 2>/dev/null) || pid=
+		if [ -n "$pid" ] && stat=$(cat "/proc/$pid/stat" 2>/dev/null); then last=$stat; fi
+		sleep 0.05
+	done
+	wait "$bg" || { cat "$dir/ddl_run.log" >&2; return 1; }
+	n=$(awk '/number of transactions actually processed/ {print $NF}' "$dir/ddl_run.log")
+	n=${n%%/*}
+	# fields 14 and 15 of /proc/PID/stat (the command name has no space)
+	echo "$(awk '/^latency average/ {print $4}' "$dir/ddl_run.log")" \
+		"$(echo "$last" | awk -v n="$n" -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($14 + $15) * 1e6 / hz / n}')"
 }
 
 rows=()
@@ -82,28 +109,39 @@ for c in $cases; do
 	ddl_db ddl_tenure 1 "$n"
 	if [ "$c" = fenced ]; then
 		psql_q -d ddl_tenure -c "SELECT tenure.create_lease('ddl', '1 day')" \
-			-c "SELECT tenure.fence_table('ddl_parent', 'ddl')" >/dev/null
+			-c "SELECT tenure.fence_table('public.ddl_parent', 'ddl')" >/dev/null
 	fi
+	ddl_settle ddl_plain ddl_tenure
 	plain=()
 	tenure=()
+	plain_cpu=()
+	tenure_cpu=()
 	for r in $(seq "$runs"); do
 		# alternate which database goes first
 		if [ $((r % 2)) = 1 ]; then order="ddl_plain ddl_tenure"; else order="ddl_tenure ddl_plain"; fi
 		for db in $order; do
-			ms=$(ddl_run "$db" "$opts")
-			if [ "$db" = ddl_plain ]; then plain+=("$ms"); else tenure+=("$ms"); fi
-			[ -n "$csv" ] && echo "$c,$db,$r,$ms" >>"$csv"
-			echo "  $c $db run $r: $ms ms" >&2
+			read -r ms us <<<"$(ddl_run "$db" "$opts")"
+			if [ "$db" = ddl_plain ]; then
+				plain+=("$ms")
+				plain_cpu+=("$us")
+			else
+				tenure+=("$ms")
+				tenure_cpu+=("$us")
+			fi
+			[ -n "$csv" ] && echo "$c,$db,$r,$ms,$us" >>"$csv"
+			echo "  $c $db run $r: $ms ms, backend CPU $us us per script" >&2
 		done
 	done
 	mp=$(printf '%s\n' "${plain[@]}" | bench_median)
 	mt=$(printf '%s\n' "${tenure[@]}" | bench_median)
+	cp=$(printf '%s\n' "${plain_cpu[@]}" | bench_median)
+	ct=$(printf '%s\n' "${tenure_cpu[@]}" | bench_median)
 	# the ratio of each run with pg_tenure to the run without next to it
 	pairs=$(for i in "${!plain[@]}"; do awk -v a="${plain[$i]}" -v b="${tenure[$i]}" 'BEGIN {print a / b}'; done)
 	pm=$(echo "$pairs" | bench_median)
 	plo=$(echo "$pairs" | sort -g | head -1)
 	phi=$(echo "$pairs" | sort -g | tail -1)
-	rows+=("$c|$mp|$mt|$(awk -v a="$mp" -v b="$mt" 'BEGIN {printf "%.2f", a / b}')|$(printf '%.2f (%.2f..%.2f)' "$pm" "$plo" "$phi")")
+	rows+=("$c|$mp|$mt|$(awk -v a="$mp" -v b="$mt" 'BEGIN {printf "%.2f", a / b}')|$(printf '%.2f (%.2f..%.2f)' "$pm" "$plo" "$phi")|$cp|$ct|$(awk -v a="$cp" -v b="$ct" 'BEGIN {printf "%.2f", a / b}')")
 done
 
 case_desc() {
@@ -122,9 +160,9 @@ echo "- script (\`bench/scripts/ddl.sql\`), 1 client, \`pgbench -n -c 1 -T $secs
 echo
 sed 's/^/    /' "$dir/scripts/ddl.sql"
 echo
-echo "| case | latency without pg_tenure (median ms per script) | with | ratio of the medians (without / with) | ratio run by run: median (min..max) |"
-echo "| --- | ---: | ---: | ---: | ---: |"
+echo "| case | latency without pg_tenure (median ms per script) | with | ratio of the medians (without / with) | ratio run by run: median (min..max) | backend CPU per script without (median us) | with | CPU ratio |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for row in "${rows[@]}"; do
-	IFS='|' read -r c mp mt ratio pr <<<"$row"
-	echo "| $(case_desc "$c") | $mp | $mt | **${ratio}x** | $pr |"
+	IFS='|' read -r c mp mt ratio pr cp ct cratio <<<"$row"
+	echo "| $(case_desc "$c") | $mp | $mt | **${ratio}x** | $pr | $cp | $ct | ${cratio}x |"
 done

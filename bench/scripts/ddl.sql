@@ -1,3 +1,3 @@
-CREATE TABLE ddl_:client_id (a int);
-ALTER TABLE ddl_:client_id ADD COLUMN b int;
-DROP TABLE ddl_:client_id;
+CREATE TABLE public.ddl_:client_id (a int);
+ALTER TABLE public.ddl_:client_id ADD COLUMN b int;
+DROP TABLE public.ddl_:client_id;
