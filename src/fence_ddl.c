@@ -41,6 +41,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
@@ -1097,6 +1098,55 @@ tenure_fence_ddl_typed_tables(Oid relid)
 }
 
 /*
+ * Whether table name, which ATTACH PARTITION is about to attach, holds no
+ * row in it or in any of its partitions: it and its partitions are locked
+ * as the command will lock them (ACCESS EXCLUSIVE, which waits for every
+ * transaction that wrote them and keeps all others out), and then read
+ * under a snapshot taken after the locks were granted, which sees what
+ * this transaction wrote too.  Attaching it then changes no row of the
+ * tree.  A foreign table may hold rows that no scan here can see: never
+ * empty.
+ */
+static bool
+tenure_fence_ddl_attach_empty(RangeVar *name)
+{
+	Oid			relid = RangeVarGetRelid(name, AccessExclusiveLock, true);
+	Snapshot	snapshot;
+	ListCell   *lc;
+	bool		empty = true;
+
+	if (!OidIsValid(relid))
+		return false;
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	foreach(lc, find_all_inheritors(relid, AccessExclusiveLock, NULL))
+	{
+		char		relkind = get_rel_relkind(lfirst_oid(lc));
+		Relation	rel;
+		TableScanDesc scan;
+		TupleTableSlot *slot;
+
+		if (relkind == RELKIND_PARTITIONED_TABLE)
+			continue;
+		if (relkind != RELKIND_RELATION)
+		{
+			empty = false;
+			break;
+		}
+		rel = table_open(lfirst_oid(lc), NoLock);
+		slot = table_slot_create(rel, NULL);
+		scan = table_beginscan(rel, snapshot, 0, NULL);
+		empty = !table_scan_getnextslot(scan, ForwardScanDirection, slot);
+		table_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, NoLock);
+		if (!empty)
+			break;
+	}
+	UnregisterSnapshot(snapshot);
+	return empty;
+}
+
+/*
  * On ddl_command_start of ALTER TABLE and ALTER TYPE: subcommands that change the rows a
  * fenced tree holds are fenced writes, checked before they run:
  *
@@ -1104,7 +1154,11 @@ tenure_fence_ddl_typed_tables(Oid relid)
  *   EXPRESSION give every row a value, take one away or convert it (a
  *   USING expression or a volatile default can set anything);
  * - ATTACH PARTITION and INHERIT bring a table's rows into the tree,
- *   DETACH PARTITION and NO INHERIT take them out of it;
+ *   DETACH PARTITION and NO INHERIT take them out of it; but attaching a
+ *   partition that holds no row, as pg_partman's maintenance does, changes
+ *   no row of the tree and needs no token (tenure_fence_ddl_attach_empty();
+ *   INHERIT locks the child in a mode that lets writers in while it runs,
+ *   so it is always checked);
  * - SET UNLOGGED leaves every row to be lost at the next crash, and on
  *   every standby.
  *
@@ -1134,6 +1188,7 @@ tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
 	Oid			relid;
 	Oid			parentid = InvalidOid;
 	List	   *typed = NIL;
+	RangeVar   *attach = NULL;
 
 	if (stmt->objtype != OBJECT_TABLE && stmt->objtype != OBJECT_TYPE)
 		return;
@@ -1152,8 +1207,11 @@ tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
 				columns = true;
 				writes = true;
 				break;
-			case AT_SetUnLogged:
 			case AT_AttachPartition:
+				attach = ((PartitionCmd *) cmd->def)->name;
+				writes = true;
+				break;
+			case AT_SetUnLogged:
 			case AT_DetachPartition:
 			case AT_DetachPartitionFinalize:
 			case AT_DropInherit:
@@ -1178,6 +1236,10 @@ tenure_fence_ddl_alter(AlterTableStmt *stmt, const char *command)
 		parentid = RangeVarGetRelid(parent, ShareUpdateExclusiveLock, true);
 	/* all locked: nothing fenced now is nothing fenced for this command */
 	if (!tenure_fence_any())
+		return;
+	/* ATTACH PARTITION (alone in its statement) of a table with no rows */
+	if (attach != NULL && list_length(stmt->cmds) == 1 &&
+		(tenure_fenced_by(relid) == NULL || tenure_fence_ddl_attach_empty(attach)))
 		return;
 
 	if (columns && tenure_fence_ddl_rowtype_fenced(relid))

@@ -52,6 +52,12 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 	if patroni_wanted; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patroni etcd-server >/dev/null
 	fi
+	# pg_partman for its maintenance of fenced sets (187_partman.pl), where
+	# Debian ships it for this major
+	if apt-cache show "postgresql-$PG_MAJOR-partman" >/dev/null 2>&1; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			"postgresql-$PG_MAJOR-partman" >/dev/null
+	fi
 fi
 # where Debian ships pg_auto_failover for this major, its test must run
 if apt-cache show "postgresql-$PG_MAJOR-auto-failover" >/dev/null 2>&1; then
@@ -60,6 +66,10 @@ fi
 # and the Patroni test where this script installs Patroni
 if patroni_wanted; then
 	export TENURE_PATRONI_EXPECTED=1
+fi
+# and the pg_partman test where Debian ships pg_partman for this major
+if apt-cache show "postgresql-$PG_MAJOR-partman" >/dev/null 2>&1; then
+	export TENURE_PARTMAN_EXPECTED=1
 fi
 # (TENURE_APT_ONLY=1: install the packages and stop)
 [ -z "${TENURE_APT_ONLY:-}" ] || exit 0
