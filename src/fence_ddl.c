@@ -56,7 +56,6 @@
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "funcapi.h"
 #include "nodes/pg_list.h"
 #include "storage/lmgr.h"
 #include "utils/array.h"
@@ -1433,6 +1432,22 @@ tenure_fence_ddl_end(EventTriggerData *trigdata)
 }
 
 /*
+ * Whether pg_tenure is going away, as tenure_objects_gone() tells, but
+ * from the trigger's own function fn_oid, which lives in the extension's
+ * schema: it or the table tenure.fenced is gone (being dropped, or moved
+ * away by a superuser).  Two syscache lookups, where
+ * tenure_objects_gone() scans pg_extension twice: this runs on every DDL
+ * command.
+ */
+static bool
+tenure_fence_ddl_gone(Oid fn_oid)
+{
+	Oid			nsp = get_func_namespace(fn_oid);
+
+	return !OidIsValid(nsp) || !OidIsValid(get_relname_relid("fenced", nsp));
+}
+
+/*
  * Event trigger tenure._fence_ddl(), on ddl_command_start of ALTER TABLE,
  * on table_rewrite, on sql_drop, and on ddl_command_end of every command
  * that can create a table, attach or inherit one, or add a table to a
@@ -1461,7 +1476,7 @@ pg_tenure_fence_ddl(PG_FUNCTION_ARGS)
 				 errmsg("tenure._fence_ddl() must be called as an event trigger")));
 
 	/* our own DDL, or the extension going away */
-	if (tenure_fence_utility_running() || tenure_objects_gone())
+	if (tenure_fence_utility_running() || tenure_fence_ddl_gone(fcinfo->flinfo->fn_oid))
 		PG_RETURN_NULL();
 
 	command = GetCommandTagName(trigdata->tag);
