@@ -32,6 +32,12 @@ ALTER TABLE fa_p ATTACH PARTITION fa_sub FOR VALUES FROM (30) TO (40);
 SELECT tbl, lease FROM tenure.fenced WHERE tbl::text LIKE 'fa\_%' ORDER BY tbl::text;
 -- and they take no write without the token
 INSERT INTO fa_empty VALUES (21, 'no token');
+-- (a new partition is found where it was created, not as its name is
+-- looked up: here a temporary table of its name comes first)
+CREATE TEMP TABLE fa_shadow (k int);
+CREATE TABLE fa_shadow PARTITION OF fa_p FOR VALUES FROM (80) TO (90);
+SELECT tbl, lease FROM tenure.fenced WHERE tbl = 'public.fa_shadow'::regclass;
+DROP TABLE pg_temp.fa_shadow;
 
 -- a table with a row needs the token, also when the row is in one of its
 -- partitions, or was written by this same transaction

@@ -239,23 +239,47 @@ tenure_fence_ddl_near(Oid relid)
 }
 
 /*
- * What the command that fired ddl_command_end touched.  The relations it
- * reports are those it created or altered (CREATE SCHEMA reports each
- * table it creates, ALTER TABLE the table it alters); an ALTER TABLE that
- * attaches or detaches a partition reports the parent, so the partition
- * is read from the statement.  A trigger created or altered stands for
- * its table.  Every edge of pg_inherits that a command adds has its child
- * among these relations; a fence the command must check belongs to one of
- * them or, if the relation is new to a tree, to one of its parents.
+ * The commonest commands, CREATE TABLE and ALTER TABLE, touch the one
+ * relation their statement names (and the indexes and sequences they may
+ * make for it, which no fence concerns), found without asking
+ * pg_event_trigger_ddl_commands(), whose rows cost a third of what the
+ * event trigger costs: where the command created it (CREATE TABLE, as
+ * DefineRelation() chooses the schema), or as the command found it
+ * (ALTER TABLE, by the same name and search path).  Sets scope->reported
+ * and scope->rels; false for any other statement.
+ */
+static bool
+tenure_fence_ddl_stmt_rel(Node *parsetree, TenureDdlScope *scope)
+{
+	Oid			relid;
+
+	if (parsetree != NULL && IsA(parsetree, CreateStmt))
+	{
+		RangeVar   *rv = ((CreateStmt *) parsetree)->relation;
+
+		relid = get_relname_relid(rv->relname, RangeVarGetCreationNamespace(rv));
+	}
+	else if (parsetree != NULL && IsA(parsetree, AlterTableStmt))
+		relid = RangeVarGetRelid(((AlterTableStmt *) parsetree)->relation, NoLock, true);
+	else
+		return false;
+	if (OidIsValid(relid))
+	{
+		scope->reported = list_make1_oid(relid);
+		scope->rels = list_make1_oid(relid);
+	}
+	return true;
+}
+
+/*
+ * The relations pg_event_trigger_ddl_commands() reports, and the tables of
+ * the triggers it reports, into scope->reported and scope->rels.
  */
 static void
-tenure_fence_ddl_scope(EventTriggerData *trigdata, TenureDdlScope *scope)
+tenure_fence_ddl_reported(TenureDdlScope *scope)
 {
 	ListCell   *lc;
 
-	scope->reported = NIL;
-	scope->rels = NIL;
-	scope->near = false;
 	foreach(lc, tenure_fence_ddl_objects(F_PG_EVENT_TRIGGER_DDL_COMMANDS))
 	{
 		TenureDdlObject *object = lfirst(lc);
@@ -273,6 +297,28 @@ tenure_fence_ddl_scope(EventTriggerData *trigdata, TenureDdlScope *scope)
 				scope->rels = list_append_unique_oid(scope->rels, relid);
 		}
 	}
+}
+
+/*
+ * What the command that fired ddl_command_end touched.  The relations it
+ * reports are those it created or altered (CREATE SCHEMA reports each
+ * table it creates, ALTER TABLE the table it alters); an ALTER TABLE that
+ * attaches or detaches a partition reports the parent, so the partition
+ * is read from the statement.  A trigger created or altered stands for
+ * its table.  Every edge of pg_inherits that a command adds has its child
+ * among these relations; a fence the command must check belongs to one of
+ * them or, if the relation is new to a tree, to one of its parents.
+ */
+static void
+tenure_fence_ddl_scope(EventTriggerData *trigdata, TenureDdlScope *scope)
+{
+	ListCell   *lc;
+
+	scope->reported = NIL;
+	scope->rels = NIL;
+	scope->near = false;
+	if (!tenure_fence_ddl_stmt_rel(trigdata->parsetree, scope))
+		tenure_fence_ddl_reported(scope);
 	if (trigdata->parsetree != NULL && IsA(trigdata->parsetree, AlterTableStmt))
 	{
 		foreach(lc, ((AlterTableStmt *) trigdata->parsetree)->cmds)
