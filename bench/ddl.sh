@@ -3,15 +3,18 @@
 # What pg_tenure's event triggers cost DDL on tables outside every fenced
 # tree: pgbench runs bench/scripts/ddl.sql (CREATE TABLE, ALTER TABLE ...
 # ADD COLUMN, DROP TABLE, each its own transaction) with 1 client in a
-# database with pg_tenure and in one without, on a throwaway cluster with
-# run.sh's settings (bench/lib.sh), the two databases taking turns, and
-# reports the median latency without / the median latency with (1.0: the
-# extension costs nothing), the same ratio run by run (each run with
-# pg_tenure against the run without next to it), and the ratio of the CPU
-# time the backend spends per script, which a neighbour's load on a small
-# machine does not disturb.
+# database without pg_tenure (ddl_plain), in one with it (ddl_tenure), and
+# in that one with its event triggers disabled, on a throwaway cluster with
+# run.sh's settings (bench/lib.sh), the three taking turns.  It reports
+# the median latency without / the median latency with (1.0: the
+# extension costs nothing) and the same ratio run by run (each run with
+# pg_tenure against the run without of the same turn); the same two for
+# the database with pg_tenure, its event triggers disabled / enabled
+# (the same tables in the same files: what the triggers alone cost); and
+# the CPU time the backend spends per script, which a neighbour's load on
+# a small machine inflates less than latency.
 #
-#   bash bench/ddl.sh                     # as root; about 4 minutes
+#   bash bench/ddl.sh                     # as root; about 5 minutes
 #   bash bench/ddl.sh >bench/results/ddl.md   # what bench/run.sh does
 #   PG_CONFIG=/some/pg_config TENURE_SKIP_APT=1 TENURE_SKIP_INSTALL=1 bash bench/ddl.sh
 #                                         # against a PostgreSQL where pg_tenure is installed
@@ -24,10 +27,9 @@
 #              enable_bitmapscan and enable_indexonlyscan off (PGOPTIONS):
 #              no plan of pg_tenure's may turn slow or be JIT-compiled
 #
-# Environment: DDL_SECONDS (5, per run), DDL_RUNS (3 per database and
-# case), DDL_CHILDREN (5000), DDL_CASES (all, in the order above),
-# DDL_CSV (a file that receives every run), TENURE_SKIP_APT,
-# TENURE_SKIP_INSTALL.
+# Environment: DDL_SECONDS (5, per run), DDL_RUNS (3 per side and case),
+# DDL_CHILDREN (5000), DDL_CASES (all, in the order above), DDL_CSV (a
+# file that receives every run), TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -95,6 +97,28 @@ ddl_run() {
 		"$(echo "$last" | awk -v n="$n" -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($14 + $15) * 1e6 / hz / n}')"
 }
 
+# ddl_triggers STATE: pg_tenure's event triggers in ddl_tenure enabled
+# (ALWAYS, as installed) or disabled: the same database without their cost
+ddl_triggers() {
+	local t
+	for t in tenure_fence_alter tenure_fence_rewrite tenure_fence_drop tenure_fence_children; do
+		psql_q -d ddl_tenure -c "ALTER EVENT TRIGGER $t $1" >/dev/null
+	done
+}
+
+# each side's latencies and CPU times, space-separated, by side
+declare -A lat cpu
+# ddl_median "X Y ...": the median of the numbers
+ddl_median() { tr ' ' '\n' <<<"$1" | grep . | bench_median; }
+# ddl_ratio "A..." "B...": A's median / B's median, and the ratio of each
+# run of A to the run of B of the same turn: "ratio|median (min..max)"
+ddl_ratio() {
+	local a=($1) b=($2) i pairs
+	pairs=$(for i in "${!a[@]}"; do awk -v x="${a[$i]}" -v y="${b[$i]}" 'BEGIN {print x / y}'; done)
+	printf '%s|%.2f (%.2f..%.2f)' "$(awk -v x="$(ddl_median "$1")" -v y="$(ddl_median "$2")" 'BEGIN {printf "%.2f", x / y}')" \
+		"$(echo "$pairs" | bench_median)" "$(echo "$pairs" | sort -g | head -1)" "$(echo "$pairs" | sort -g | tail -1)"
+}
+
 rows=()
 for c in $cases; do
 	opts=
@@ -112,36 +136,33 @@ for c in $cases; do
 			-c "SELECT tenure.fence_table('public.ddl_parent', 'ddl')" >/dev/null
 	fi
 	ddl_settle ddl_plain ddl_tenure
-	plain=()
-	tenure=()
-	plain_cpu=()
-	tenure_cpu=()
+	for side in plain off tenure; do
+		lat[$side]=
+		cpu[$side]=
+	done
 	for r in $(seq "$runs"); do
-		# alternate which database goes first
-		if [ $((r % 2)) = 1 ]; then order="ddl_plain ddl_tenure"; else order="ddl_tenure ddl_plain"; fi
-		for db in $order; do
+		# the three sides take turns, each run starting with the next
+		case $((r % 3)) in
+			1) order="plain off tenure" ;;
+			2) order="off tenure plain" ;;
+			0) order="tenure plain off" ;;
+		esac
+		for side in $order; do
+			db=ddl_tenure
+			case $side in
+				plain) db=ddl_plain ;;
+				off) ddl_triggers DISABLE ;;
+				tenure) ddl_triggers "ENABLE ALWAYS" ;;
+			esac
 			read -r ms us <<<"$(ddl_run "$db" "$opts")"
-			if [ "$db" = ddl_plain ]; then
-				plain+=("$ms")
-				plain_cpu+=("$us")
-			else
-				tenure+=("$ms")
-				tenure_cpu+=("$us")
-			fi
-			[ -n "$csv" ] && echo "$c,$db,$r,$ms,$us" >>"$csv"
-			echo "  $c $db run $r: $ms ms, backend CPU $us us per script" >&2
+			lat[$side]+=" $ms"
+			cpu[$side]+=" $us"
+			[ -n "$csv" ] && echo "$c,$side,$r,$ms,$us" >>"$csv"
+			echo "  $c $side run $r: $ms ms, backend CPU $us us per script" >&2
 		done
 	done
-	mp=$(printf '%s\n' "${plain[@]}" | bench_median)
-	mt=$(printf '%s\n' "${tenure[@]}" | bench_median)
-	cp=$(printf '%s\n' "${plain_cpu[@]}" | bench_median)
-	ct=$(printf '%s\n' "${tenure_cpu[@]}" | bench_median)
-	# the ratio of each run with pg_tenure to the run without next to it
-	pairs=$(for i in "${!plain[@]}"; do awk -v a="${plain[$i]}" -v b="${tenure[$i]}" 'BEGIN {print a / b}'; done)
-	pm=$(echo "$pairs" | bench_median)
-	plo=$(echo "$pairs" | sort -g | head -1)
-	phi=$(echo "$pairs" | sort -g | tail -1)
-	rows+=("$c|$mp|$mt|$(awk -v a="$mp" -v b="$mt" 'BEGIN {printf "%.2f", a / b}')|$(printf '%.2f (%.2f..%.2f)' "$pm" "$plo" "$phi")|$cp|$ct|$(awk -v a="$cp" -v b="$ct" 'BEGIN {printf "%.2f", a / b}')")
+	ddl_triggers "ENABLE ALWAYS"
+	rows+=("$c|$(ddl_median "${lat[plain]}")|$(ddl_median "${lat[tenure]}")|$(ddl_ratio "${lat[plain]}" "${lat[tenure]}")|$(ddl_ratio "${lat[off]}" "${lat[tenure]}")|$(ddl_median "${cpu[plain]}")|$(ddl_median "${cpu[off]}")|$(ddl_median "${cpu[tenure]}")")
 done
 
 case_desc() {
@@ -156,13 +177,13 @@ case_desc() {
 echo "## DDL outside every fenced tree"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores; $($PG_BIN/postgres --version)"
-echo "- script (\`bench/scripts/ddl.sql\`), 1 client, \`pgbench -n -c 1 -T $secs\`, $runs runs per database, the two databases alternating:"
+echo "- script (\`bench/scripts/ddl.sql\`), 1 client, \`pgbench -n -c 1 -T $secs\`, $runs runs of each: without pg_tenure, with it and its event triggers disabled, with it; taking turns:"
 echo
 sed 's/^/    /' "$dir/scripts/ddl.sql"
 echo
-echo "| case | latency without pg_tenure (median ms per script) | with | ratio of the medians (without / with) | ratio run by run: median (min..max) | backend CPU per script without (median us) | with | CPU ratio |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| case | latency without pg_tenure (median ms per script) | with | ratio without / with: of the medians | run by run, median (min..max) | the same database, event triggers disabled / enabled: of the medians | run by run | backend CPU per script (median us): without | disabled | with |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for row in "${rows[@]}"; do
-	IFS='|' read -r c mp mt ratio pr cp ct cratio <<<"$row"
-	echo "| $(case_desc "$c") | $mp | $mt | **${ratio}x** | $pr | $cp | $ct | ${cratio}x |"
+	IFS='|' read -r c mp mt ratio pr oratio opr cp co ct <<<"$row"
+	echo "| $(case_desc "$c") | $mp | $mt | **${ratio}x** | $pr | **${oratio}x** | $opr | $cp | $co | $ct |"
 done

@@ -726,7 +726,7 @@ if want ddl; then
 	if [ -n "$smoke" ]; then
 		ddl_env+=(DDL_SECONDS="${DDL_SECONDS:-1}" DDL_RUNS="${DDL_RUNS:-1}" DDL_CHILDREN="${DDL_CHILDREN:-100}")
 	fi
-	echo "case,database,run,latency_ms,backend_cpu_us" >"$out/ddl.csv"
+	echo "case,side,run,latency_ms,backend_cpu_us" >"$out/ddl.csv"
 	if ! env "${ddl_env[@]}" bash "$here/ddl.sh" >"$out/ddl.md" 2>"$dir/ddl.err"; then
 		cat "$dir/ddl.err" >&2
 		echo "bench: ddl.sh failed" >&2
