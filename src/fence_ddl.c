@@ -1478,11 +1478,10 @@ tenure_fence_ddl_end(EventTriggerData *trigdata)
 }
 
 /*
- * Whether pg_tenure is going away, as tenure_objects_gone() tells, but
- * from the trigger's own function fn_oid, which lives in the extension's
- * schema: it or the table tenure.fenced is gone (being dropped, or moved
- * away by a superuser).  Two syscache lookups, where
- * tenure_objects_gone() scans pg_extension twice: this runs on every DDL
+ * Whether pg_tenure is going away, from the trigger's own function
+ * fn_oid, which lives in the extension's schema: it or the table
+ * tenure.fenced is gone (being dropped, or moved away by a superuser).
+ * Two syscache lookups, no scan of pg_extension: this runs on every DDL
  * command.
  */
 static bool

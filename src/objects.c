@@ -138,22 +138,6 @@ tenure_extension_row(Oid ext, Oid *owner, Oid *nsp)
 }
 
 /*
- * Whether pg_tenure is not installed in this database, or is being
- * dropped (its table tenure.fenced is gone), without checking anything
- * else about its objects.
- */
-bool
-tenure_objects_gone(void)
-{
-	Oid			ext = get_extension_oid("pg_tenure", true);
-	Oid			owner;
-	Oid			nsp;
-
-	return !OidIsValid(ext) || !tenure_extension_row(ext, &owner, &nsp) ||
-		!OidIsValid(get_relname_relid("fenced", nsp));
-}
-
-/*
  * Fail closed: pg_tenure's schema or objects are not what it installed.
  */
 static void

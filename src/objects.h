@@ -26,6 +26,5 @@ typedef struct TenureObjects
 
 extern void tenure_objects_init(void);
 extern const TenureObjects *tenure_objects(bool missing_ok);
-extern bool tenure_objects_gone(void);
 
 #endif							/* TENURE_OBJECTS_H */
