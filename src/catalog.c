@@ -877,23 +877,38 @@ tenure_table_update(TenureTable *t, int n, const int *cols,
 }
 
 /*
- * Delete the row in t->slot, which this transaction has locked, as DELETE
- * does.  False if this transaction changed it already.
+ * Delete the row in t->slot unless another transaction holds it: what
+ * locking it FOR UPDATE SKIP LOCKED and then deleting it does, without
+ * the lock's own WAL record.  A row a concurrent transaction changed since
+ * the statement's snapshot is not deleted either (the DELETE would not
+ * see its new version), and fails with 40001 in REPEATABLE READ and
+ * SERIALIZABLE, as its lock would.  Returns whether it deleted the row.
  */
 bool
-tenure_table_delete(TenureTable *t)
+tenure_table_delete_unlocked(TenureTable *t)
 {
 	TM_FailureData tmfd;
 	ItemPointerData tid = t->slot->tts_tid;
 	TM_Result	r;
 
 	r = table_tuple_delete(t->rel, &tid, t->cid, t->snapshot, InvalidSnapshot,
-						   true, &tmfd, false);
-	if (r == TM_SelfModified)
-		return false;
-	if (r != TM_Ok)
-		elog(ERROR, "unexpected table_tuple_delete status: %u", r);
-	return true;
+						   false, &tmfd, false);
+	switch (r)
+	{
+		case TM_Ok:
+			return true;
+		case TM_BeingModified:
+		case TM_SelfModified:
+			return false;
+		case TM_Updated:
+		case TM_Deleted:
+			tenure_table_serialization_failure(TM_Updated);
+			return false;
+		default:
+			break;
+	}
+	elog(ERROR, "unexpected table_tuple_delete status: %u", r);
+	return false;				/* keep compiler quiet */
 }
 
 /*

@@ -136,7 +136,7 @@ extern TM_Result tenure_table_update(TenureTable *t, int ncols,
 									 const bool *isnull);
 extern void tenure_table_insert(TenureTable *t, const Datum *values,
 								const bool *isnull);
-extern bool tenure_table_delete(TenureTable *t);
+extern bool tenure_table_delete_unlocked(TenureTable *t);
 extern bool tenure_lease_find(TenureTable *t, const char *name);
 extern TM_Result tenure_lease_lock(TenureTable *t, const char *name,
 								   LockTupleMode mode, LockWaitPolicy wait);

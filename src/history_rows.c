@@ -140,9 +140,9 @@ tenure_history_lease_values(const char *name, Datum *values, bool *isnull)
  * tenure.history WHERE lease = $1 AND epoch < (the epoch of its N-th
  * newest row) FOR UPDATE SKIP LOCKED)) does, by direct access: the lease's
  * rows newest first, by the primary key, the N newest counted as an
- * index-only scan counts them; each row after them is locked and deleted,
- * unless another transaction holds it (a later pass will) or a concurrent
- * one changed it (the DELETE's snapshot would not see the new version).
+ * index-only scan counts them; each row after them is deleted unless
+ * another transaction holds it (a later pass will) or a concurrent one
+ * changed it (the DELETE's snapshot would not see the new version).
  */
 static void
 tenure_history_trim(const char *name)
@@ -158,13 +158,7 @@ tenure_history_trim(const char *name)
 	if (tenure_table_skip_back(&t, scan, tenure_history_per_lease))
 	{
 		while (tenure_table_prev(&t, scan))
-		{
-			bool		traversed;
-
-			if (tenure_table_lock(&t, LockTupleExclusive, LockWaitSkip,
-								  &traversed) == TM_Ok && !traversed)
-				(void) tenure_table_delete(&t);
-		}
+			(void) tenure_table_delete_unlocked(&t);
 	}
 	tenure_table_end_scan(scan);
 	tenure_table_close(&t);
