@@ -417,7 +417,8 @@ tenure_layout_refuse(Relation rel, const char *detail)
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("pg_tenure's table %s is not as the extension installed it",
-					RelationGetRelationName(rel)),
+					quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+											   RelationGetRelationName(rel))),
 			 errdetail_internal("%s", detail),
 			 errhint("Only a superuser may own or create objects in schema \"tenure\"; reinstall pg_tenure if its objects were changed.")));
 }
