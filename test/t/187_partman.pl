@@ -36,15 +36,20 @@ if ($node->safe_psql('postgres',
 # Two sets of 10 ids per partition, two partitions made ahead of the
 # highest id; pm_a fenced by lease pm, pm_b not.  Every name is
 # schema-qualified: the test's role may have a schema of its own name.
+# (pg_partman 4 names its native partitioning 'native'; 5, which has no
+# other, takes the interval third and the type, 'range', by default)
+$node->safe_psql('postgres',
+	'CREATE SCHEMA partman; CREATE EXTENSION pg_partman SCHEMA partman;');
+my $partman_major = $node->safe_psql('postgres',
+	"SELECT split_part(extversion, '.', 1) FROM pg_extension WHERE extname = 'pg_partman'");
+my $kind = $partman_major >= 5 ? '' : "p_type => 'native', ";
 $node->safe_psql(
-	'postgres', q{
-	CREATE SCHEMA partman;
-	CREATE EXTENSION pg_partman SCHEMA partman;
+	'postgres', qq{
 	SELECT tenure.create_lease('pm', ttl => '1 h');
 	CREATE TABLE public.pm_a (id bigint NOT NULL, v text) PARTITION BY RANGE (id);
 	CREATE TABLE public.pm_b (id bigint NOT NULL, v text) PARTITION BY RANGE (id);
-	SELECT partman.create_parent('public.pm_a', 'id', 'native', '10', p_premake => 2);
-	SELECT partman.create_parent('public.pm_b', 'id', 'native', '10', p_premake => 2);
+	SELECT partman.create_parent(p_parent_table => 'public.pm_a', p_control => 'id', ${kind}p_interval => '10', p_premake => 2);
+	SELECT partman.create_parent(p_parent_table => 'public.pm_b', p_control => 'id', ${kind}p_interval => '10', p_premake => 2);
 	SELECT tenure.fence_table('public.pm_a', 'pm');
 });
 my $epoch = $node->safe_psql('postgres', "SELECT tenure.acquire('pm', 'w')");
