@@ -139,33 +139,22 @@ tenure_promotion_read(XLogReaderState *reader, XLogRecPtr lsn, bool find)
 }
 
 /*
- * When the first record of the timeline was written, if it is the record
- * that ended a recovery (an end-of-recovery record, or an end-of-recovery
- * checkpoint); 0 otherwise.
+ * When the first record of the timeline was written, if it is the
+ * end-of-recovery record of a promotion; 0 otherwise.  An archive recovery
+ * that ends by itself (recovery.signal, a recovery target) writes an
+ * end-of-recovery checkpoint instead: that is a restart of the server, and
+ * ends every tenure as a restart does.
  */
 static TimestampTz
 tenure_promotion_time(XLogReaderState *reader)
 {
-	uint8		info = XLogRecGetInfo(reader) & ~XLR_INFO_MASK;
+	xl_end_of_recovery xlrec;
 
-	if (XLogRecGetRmid(reader) != RM_XLOG_ID)
+	if (XLogRecGetRmid(reader) != RM_XLOG_ID ||
+		(XLogRecGetInfo(reader) & ~XLR_INFO_MASK) != XLOG_END_OF_RECOVERY)
 		return 0;
-	if (info == XLOG_END_OF_RECOVERY)
-	{
-		xl_end_of_recovery xlrec;
-
-		memcpy(&xlrec, XLogRecGetData(reader), sizeof(xl_end_of_recovery));
-		return xlrec.end_time;
-	}
-	if (info == XLOG_CHECKPOINT_SHUTDOWN)
-	{
-		CheckPoint	checkpoint;
-
-		memcpy(&checkpoint, XLogRecGetData(reader), sizeof(CheckPoint));
-		if (checkpoint.PrevTimeLineID != checkpoint.ThisTimeLineID)
-			return time_t_to_timestamptz(checkpoint.time);
-	}
-	return 0;
+	memcpy(&xlrec, XLogRecGetData(reader), sizeof(xl_end_of_recovery));
+	return xlrec.end_time;
 }
 
 /*
