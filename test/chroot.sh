@@ -9,6 +9,9 @@
 #                                               # install the packages
 #   TENURE_TAP_SKIP="180_pgbouncer" bash test/chroot.sh 17 trixie
 #                                               # leave TAP tests out
+#   bash test/chroot.sh 18 sid REGRESS= ISOLATION= \
+#       PROVE_TESTS=test/t/187_partman.pl      # only these (make's
+#                                               # arguments; no demo)
 #
 # As root.  The chroot is created with debootstrap from Debian's mirror the
 # first time (under TENURE_CHROOT_BASE, default /var/tmp) and reused after
@@ -23,12 +26,13 @@ if [ "${1:-}" = --bootstrap ]; then
 	bootstrap_only=1
 	shift
 fi
-if [ $# != 2 ]; then
-	echo "usage: test/chroot.sh [--bootstrap] MAJOR SUITE" >&2
+if [ $# -lt 2 ]; then
+	echo "usage: test/chroot.sh [--bootstrap] MAJOR SUITE [MAKE ARGUMENTS]" >&2
 	exit 2
 fi
 major=$1
 suite=$2
+shift 2
 src=$(cd "$(dirname "$0")/.." && pwd)
 root=${TENURE_CHROOT_BASE:-/var/tmp}/pg_tenure-chroot-$suite
 mirror=${TENURE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -63,7 +67,8 @@ if [ -n "$bootstrap_only" ]; then
 	exit 0
 fi
 echo "== PostgreSQL $major (Debian $suite): test suite"
-in_chroot bash /src/pg_tenure/test/run.sh
+in_chroot bash /src/pg_tenure/test/run.sh "$@"
+[ $# = 0 ] || exit 0
 echo "== PostgreSQL $major (Debian $suite): demo"
 in_chroot env TENURE_SKIP_APT=1 TENURE_SKIP_INSTALL=1 bash /src/pg_tenure/demo/run.sh
 echo "== PostgreSQL $major (Debian $suite): passed"

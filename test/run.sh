@@ -133,23 +133,39 @@ if [ -n "${TENURE_TAP_SKIP:-}" ]; then
 fi
 
 status=0
-as_user make PG_CONFIG=$PG_CONFIG with_llvm=no installcheck "${tap_args[@]}" "$@" || status=$?
+make_log=$(mktemp /tmp/pg_tenure-make.XXXXXX)
+chmod 644 "$make_log"
+as_user make PG_CONFIG=$PG_CONFIG with_llvm=no installcheck "${tap_args[@]}" "$@" 2>&1 |
+	tee "$make_log" || status=$?
 
 if [ $status != 0 ]; then
 	echo "==== pg_tenure tests FAILED (work tree: $work)"
 	for f in regression.diffs output_iso/regression.diffs; do
 		[ -s "$f" ] && { echo "==== $f"; cat "$f"; }
 	done
-	for f in tmp_check/log/*; do
-		[ -f "$f" ] || continue
-		echo "==== $f (last 200 lines)"
-		tail -n 200 "$f"
+	# the TAP files that failed (prove's summary names them), each with
+	# the logs of its own nodes; the logs of passing files are left out
+	failed_tap=$(sed -n '/^Test Summary Report/,$p' "$make_log" |
+		sed -n 's|^test/t/\([^ ]*\)\.pl .*|\1|p' | sort -u)
+	for t in $failed_tap; do
+		for f in tmp_check/log/regress_log_"$t" tmp_check/log/"$t"_*.log; do
+			[ -f "$f" ] || continue
+			echo "==== $f (last 200 lines)"
+			tail -n 200 "$f"
+		done
 	done
 	for f in tmp_check_regress/log/* tmp_check_iso/log/*; do
 		[ -f "$f" ] || continue
 		echo "==== $f (last 60 lines)"
 		tail -n 60 "$f"
 	done
+	echo "==== pg_tenure tests FAILED: what failed"
+	grep -E '^(not ok|# Failed|test/t/.*(Wstat|Failed)|Failed [0-9]+/|Result: FAIL)' "$make_log" || true
+	grep -E '(FAILED|failed \(ignored\)| failed$)' "$make_log" | grep -v '^ok' || true
+	if [ -n "$failed_tap" ]; then
+		echo "failed TAP files:" $failed_tap
+	fi
 fi
+rm -f "$make_log"
 [ $status = 0 ] && { stop_leftovers; cd /; rm -rf "$work"; }
 exit $status

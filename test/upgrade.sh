@@ -33,6 +33,10 @@ set -euo pipefail
 TEST_USER=${TEST_USER:-tenure}
 src=$(cd "$(dirname "$0")/.." && pwd)
 me=upgrade.sh
+# The trees this reads may belong to another user than the one running it
+# (a clone made by root, a copy in a chroot); newer git refuses those
+# ("dubious ownership") unless told otherwise, on the command line's level.
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 . "$src/test/pg_major.sh"
 
 self_test=
