@@ -62,7 +62,7 @@ typedef struct TenureChain
 
 static void tenure_carry_chain(const char *name, int64 epoch,
 							   TenureChain *chain);
-static bool tenure_carry_continues(const TenureRow *row, int64 open_tli,
+static bool tenure_carry_continues(const TenureRow *row,
 								   const TenureChain *chain,
 								   TenureCarry *carry);
 
@@ -104,7 +104,7 @@ tenure_spi_end(TenureSpi *spi)
 }
 
 /* the most arguments a statement run through tenure_spi_exec() takes */
-#define TENURE_SPI_MAX_ARGS		12
+#define TENURE_SPI_MAX_ARGS		16
 
 /*
  * Statements run through tenure_spi_exec() are prepared once per backend
@@ -154,6 +154,8 @@ tenure_spi_type(char t)
 			return OIDOID;
 		case 'O':
 			return OIDARRAYOID;
+		case 'I':
+			return INT8ARRAYOID;
 	}
 	elog(ERROR, "unknown SPI argument type %c", t);
 	return InvalidOid;			/* keep compiler quiet */
@@ -163,7 +165,7 @@ tenure_spi_type(char t)
  * The plan of one statement, prepared on first use and kept for the
  * session, keyed by its text.  types holds one letter per argument: 't'
  * text, 'i' bigint, 'b' boolean, 'z' timestamptz, 'v' interval, 'o' oid,
- * 'O' oid[].  Inside an SPI session.
+ * 'O' oid[], 'I' bigint[].  Inside an SPI session.
  */
 SPIPlanPtr
 tenure_spi_plan(const char *sql, const char *types)
@@ -426,11 +428,12 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
  * - CONTINUED: this server was promoted in this run after replaying the
  *   old primary's shutdown checkpoint (promotion.c), and the lease's
  *   latest tenure, not session-bound, is open in the history, issued by
- *   this cluster and open on the old timeline (open_tli: where its epoch
- *   was issued, or the last promotion it continued through), or already
- *   made this server's by history_rows.c (open_tli is ours, the boot_id
- *   this server's, the epoch issued earlier): it continues (src/README,
- *   P2).
+ *   this cluster and left open by an earlier server (its open_tli, where
+ *   its epoch was issued or the last promotion it continued through, is
+ *   not ours), or already made this server's by history_rows.c (open_tli
+ *   ours, the boot_id this server's, the epoch issued earlier), and the
+ *   old primary's keeper listed it as live as it exited: it continues
+ *   (src/README, P2, P5).
  * - RESTART or PROMOTED: a holder may still believe it holds the lease:
  *   its latest tenure was open when the earlier server went down, or was
  *   dropped with its lease since (the name's lease was created again), or
@@ -460,7 +463,7 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 	"  AND h.issued_sysid OPERATOR(pg_catalog.=) $3" \
 	"  AND (COALESCE(h.open_tli, h.issued_tli) OPERATOR(pg_catalog.<>) $4" \
 	"   OR (h.issued_tli OPERATOR(pg_catalog.<>) $4 AND h.boot_id OPERATOR(pg_catalog.=) $2))," \
-	" h.holder, h.epoch, h.started, COALESCE(h.open_tli, h.issued_tli)" \
+	" h.holder, h.epoch, h.started" \
 	" FROM (SELECT) one LEFT JOIN LATERAL (SELECT * FROM tenure.history" \
 	"  WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC LIMIT 1) h ON true"
 
@@ -474,7 +477,6 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 	bool		isnull;
 	bool		candidate;
 	bool		in_recovery = RecoveryInProgress();
-	int64		open_tli;
 	TenureChain chain;
 	int			rc;
 	Datum		d;
@@ -502,7 +504,6 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 	candidate = !isnull && DatumGetBool(d);
 	carry->epoch = tenure_spi_int8(4, &isnull);
 	memset(&chain, 0, sizeof(chain));
-	open_tli = 0;
 	if (!isnull)
 	{
 		strlcpy(carry->holder,
@@ -511,7 +512,6 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 		carry->started = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
 														   SPI_tuptable->tupdesc,
 														   5, &isnull));
-		open_tli = tenure_spi_int8(6, NULL);
 
 		/* the holders who may still believe, and the longest ttl they knew */
 		tenure_carry_chain(name, carry->epoch, &chain);
@@ -523,8 +523,7 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 	switch (tenure_carry_promotion(candidate))
 	{
 		case TENURE_PROMOTION_KEPT:
-			if (candidate && tenure_carry_continues(row, open_tli, &chain,
-													carry))
+			if (candidate && tenure_carry_continues(row, &chain, carry))
 				carry->kind = TENURE_CARRY_CONTINUED;
 			break;
 		case TENURE_PROMOTION_LOST:
@@ -569,20 +568,17 @@ tenure_carry_promotion(bool wait)
  * Whether the latest tenure, whose row tenure_carry_of() read into carry,
  * continues: its epoch is the lease's latest and it was open on the
  * timeline the promotion left, or is already this server's (history_rows.c
- * made it so) (src/README, P2).  Active at once if it surely was on the
+ * made it so) (src/README, P2), and the old primary's keeper listed it as
+ * live when it exited (P5).  Active at once if it surely was on the
  * old primary: a fixed hold-off of 0, or the automatic one and no earlier
  * holder who may still believe (the chain).
  */
 static bool
-tenure_carry_continues(const TenureRow *row, int64 open_tli,
-					   const TenureChain *chain, TenureCarry *carry)
+tenure_carry_continues(const TenureRow *row, const TenureChain *chain,
+					   TenureCarry *carry)
 {
-	TimeLineID	prev_tli;
-
-	(void) tenure_promotion_state(&prev_tli);
 	if (carry->epoch != row->epoch ||
-		(open_tli != (int64) prev_tli &&
-		 open_tli != (int64) GetWALInsertionTimeLine()))
+		!tenure_promotion_listed(MyDatabaseId, carry->epoch))
 		return false;
 	/* a fixed hold-off makes every tenure wait it out from its start */
 	if (row->holdoff_us >= 0)

@@ -86,6 +86,19 @@ tenure_at_sets_expression(AlterTableType subtype)
 #endif
 
 /*
+ * A non-transactional logical message in the WAL, not flushed (the caller
+ * flushes): LogLogicalMessage() takes whether to flush since 17.
+ */
+#include "replication/message.h"
+#if PG_VERSION_NUM >= 170000
+#define tenure_log_message(prefix, message, size) \
+	LogLogicalMessage((prefix), (message), (size), false, false)
+#else
+#define tenure_log_message(prefix, message, size) \
+	LogLogicalMessage((prefix), (message), (size), false)
+#endif
+
+/*
  * The wait event of every wait of pg_tenure: type and name "Extension" in
  * pg_stat_activity, on every major (the isolation specs look for it).
  * Since 17 an extension may register wait events under names of its own

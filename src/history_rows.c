@@ -70,28 +70,33 @@ PG_FUNCTION_INFO_V1(pg_tenure_end_reasons);
  * Whether a row of tenure.history (in an UPDATE of the table) is a tenure
  * that continues after this server's promotion (catalog.c,
  * tenure_carry_of(); src/README, P2): not session-bound, the latest epoch
- * of its lease, issued by this cluster and open on timeline prev_tli (its
- * open_tli), the one the promotion left.  prev_tli is NULL unless the promotion kept every
- * transaction (tenure_continued_tli()).
+ * of its lease, issued by this cluster, and listed live by the old
+ * primary's keeper (listed, an int8[], P5; empty unless the promotion kept
+ * every transaction: tenure_continued_listed()).
  */
-#define TENURE_CONTINUED(sysid, prev_tli) \
+#define TENURE_CONTINUED(sysid, listed) \
 	"COALESCE(NOT session_bound" \
 	" AND issued_sysid OPERATOR(pg_catalog.=) " sysid \
-	" AND COALESCE(open_tli, issued_tli) OPERATOR(pg_catalog.=) " prev_tli \
+	" AND epoch OPERATOR(pg_catalog.=) ANY (" listed ")" \
 	" AND epoch OPERATOR(pg_catalog.=) (SELECT l.epoch FROM tenure.lease l" \
 	"  WHERE l.name OPERATOR(pg_catalog.=) history.lease), false)"
 
 /*
- * The timeline a promotion that kept every transaction left, as a
- * parameter of TENURE_CONTINUED (NULL after any other start).
+ * The epochs of this database's tenures that the old primary's keeper
+ * listed as live (an int8[]), as a parameter of TENURE_CONTINUED.
  */
 static Datum
-tenure_continued_tli(bool *isnull)
+tenure_continued_listed(void)
 {
-	TimeLineID	prev_tli;
+	int			count;
+	int64	   *epochs = tenure_promotion_listed_epochs(MyDatabaseId, &count);
+	Datum	   *elems = palloc(sizeof(Datum) * Max(count, 1));
+	int			i;
 
-	*isnull = tenure_promotion_state(&prev_tli) != TENURE_PROMOTION_KEPT;
-	return *isnull ? (Datum) 0 : Int64GetDatum((int64) prev_tli);
+	for (i = 0; i < count; i++)
+		elems[i] = Int64GetDatum(epochs[i]);
+	return PointerGetDatum(construct_array(elems, count, INT8OID, sizeof(int64),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
 /*
@@ -225,7 +230,7 @@ tenure_history_close(const char *name, const TenureKey *key)
 	args[8] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_PROMOTED));
 	args[9] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RESTARTED));
 	args[10] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_EXPIRED));
-	args[11] = tenure_continued_tli(&nulls[11]);
+	args[11] = tenure_continued_listed();
 	tenure_spi_exec("UPDATE tenure.history SET"
 					" ended = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
 					"  AND NOT " TENURE_CONTINUED("$7", "$12")
@@ -240,7 +245,7 @@ tenure_history_close(const char *name, const TenureKey *key)
 					"  SELECT ctid FROM tenure.history"
 					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
 					"  FOR UPDATE SKIP LOCKED))",
-					"titziziittti", args, nulls, SPI_OK_UPDATE);
+					"titziziitttI", args, nulls, SPI_OK_UPDATE);
 }
 
 /*
@@ -272,9 +277,9 @@ tenure_history_close_restarted(List **continued)
 	args[3] = Int64GetDatum((int64) GetWALInsertionTimeLine());
 	args[4] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_PROMOTED));
 	args[5] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RESTARTED));
-	args[6] = tenure_continued_tli(&nulls[6]);
+	args[6] = tenure_continued_listed();
 	/* tenures that continue are this server's from now on */
-	if (!nulls[6])
+	if (tenure_promotion_state(NULL) == TENURE_PROMOTION_KEPT)
 	{
 		uint64		i;
 		uint64		n;
@@ -287,7 +292,7 @@ tenure_history_close_restarted(List **continued)
 							"  OR boot_id OPERATOR(pg_catalog.>) $1)"
 							"  FOR UPDATE SKIP LOCKED))"
 							" RETURNING lease",
-							"iziitti", args, nulls, SPI_OK_UPDATE_RETURNING);
+							"iziittI", args, nulls, SPI_OK_UPDATE_RETURNING);
 		for (i = 0; continued != NULL && i < n; i++)
 		{
 			MemoryContext oldcxt = MemoryContextSwitchTo(TopTransactionContext);
@@ -307,7 +312,7 @@ tenure_history_close_restarted(List **continued)
 					"  WHERE ended IS NULL AND (boot_id OPERATOR(pg_catalog.<) $1"
 					"  OR boot_id OPERATOR(pg_catalog.>) $1)"
 					"  FOR UPDATE SKIP LOCKED))",
-					"iziitti", args, nulls, SPI_OK_UPDATE);
+					"iziittI", args, nulls, SPI_OK_UPDATE);
 	return true;
 }
 

@@ -26,6 +26,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -154,7 +155,76 @@ tenure_keeper_pass(void)
 	return (long) ((next - now + 999) / 1000);
 }
 
+static int
+tenure_tenure_of_cmp(const void *a, const void *b)
+{
+	const TenureTenureOf *x = a;
+	const TenureTenureOf *y = b;
+
+	if (x->dbid != y->dbid)
+		return x->dbid < y->dbid ? -1 : 1;
+	if (x->epoch != y->epoch)
+		return x->epoch < y->epoch ? -1 : 1;
+	return 0;
+}
+
 /*
+ * As the keeper exits on SIGTERM (at a clean shutdown, before the shutdown
+ * checkpoint), write to the WAL the tenures live in shared memory, so that
+ * a promotion that continues them leaves out those that ended here
+ * (src/README, P5): the live entries, and the tenures that this server's
+ * own promotion continued, that no backend has loaded since and whose ttl
+ * from this server's ready time has not passed.
+ */
+static void
+tenure_keeper_log_live(void)
+{
+	int64		now = tenure_mono_now();
+	int64		ready;
+	TenureTenureOf *known;
+	TenureLive *carried;
+	TenureLive *live;
+	int			nknown;
+	int			ncarried;
+	int			n = 0;
+	int			i;
+
+	if (RecoveryInProgress())
+		return;
+	known = tenure_state_tenures(now, &ready, &nknown);
+	carried = tenure_promotion_carried(&ncarried);
+	live = palloc(sizeof(TenureLive) * Max(nknown + ncarried, 1));
+	qsort(known, nknown, sizeof(TenureTenureOf), tenure_tenure_of_cmp);
+	for (i = 0; i < nknown; i++)
+	{
+		if (!known[i].live)
+			continue;
+		live[n].dbid = known[i].dbid;
+		live[n].epoch = known[i].epoch;
+		live[n].ttl_us = known[i].ttl_us;
+		n++;
+	}
+	for (i = 0; i < ncarried; i++)
+	{
+		TenureTenureOf key;
+
+		key.dbid = carried[i].dbid;
+		key.epoch = carried[i].epoch;
+		if (ready + carried[i].ttl_us > now &&
+			bsearch(&key, known, nknown, sizeof(TenureTenureOf),
+					tenure_tenure_of_cmp) == NULL)
+			live[n++] = carried[i];
+	}
+	tenure_promotion_log_live(live, n);
+	ereport(LOG,
+			(errmsg_plural("pg_tenure keeper exiting with %d live tenure",
+						   "pg_tenure keeper exiting with %d live tenures",
+						   n, n)));
+}
+
+/*
+ * Entry point of the keeper.
+ *//*
  * Entry point of the keeper.
  */
 void
@@ -163,6 +233,7 @@ tenure_keeper_main(Datum arg)
 	sigjmp_buf	local_sigjmp_buf;
 	MemoryContext keeper_context;
 	long		timeout = 0;
+	volatile bool logged_live = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -217,6 +288,17 @@ tenure_keeper_main(Datum arg)
 
 	for (;;)
 	{
+		/*
+		 * SIGTERM: the list of live tenures first, once (if writing it
+		 * fails, the error brings us back here and we exit without it).
+		 */
+		if (ProcDiePending && !logged_live)
+		{
+			logged_live = true;
+			HOLD_INTERRUPTS();
+			tenure_keeper_log_live();
+			RESUME_INTERRUPTS();
+		}
 		CHECK_FOR_INTERRUPTS();
 
 		if (ConfigReloadPending)

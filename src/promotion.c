@@ -12,6 +12,14 @@
  * standby cannot see the old primary's settings, and a synchronous wait
  * cut short commits locally).
  *
+ * The proof also needs the list of the tenures that were live in the old
+ * primary's shared memory when its keeper exited at that shutdown (P5):
+ * its keeper writes it to the WAL as a logical message just before the
+ * shutdown checkpoint (tenure_promotion_log_live()), and only the tenures
+ * it names may continue.  A tenure that had expired, or had ended with a
+ * restart of the old primary, while its row in tenure.history was still
+ * open, is not in it.
+ *
  * The keeper examines the WAL once, at its first start after the server
  * started or was promoted, before it makes the server ready to hold
  * tenures (keeper.c); the result stays in a struct of this file's own in
@@ -22,6 +30,10 @@
  *		tenure_promotion_shmem_size(), tenure_promotion_shmem_init()
  *		tenure_promotion_examine()	the keeper, at its first start
  *		tenure_promotion_state()	what it found
+ *		tenure_promotion_listed(), tenure_promotion_listed_epochs()
+ *									the old primary's live tenures
+ *		tenure_promotion_carried()	the same, for the keeper's own list
+ *		tenure_promotion_log_live()	the keeper, at a clean shutdown
  *
  *-------------------------------------------------------------------------
  */
@@ -33,6 +45,7 @@
 #include "access/xlogreader.h"
 #include "access/xlogutils.h"
 #include "catalog/pg_control.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -41,7 +54,25 @@
 #include "utils/timestamp.h"
 
 #include "pg_tenure.h"
+#include "compat.h"
 #include "promotion.h"
+
+/* the prefix of the logical message of live tenures, and its header */
+#define TENURE_LIVE_PREFIX	"pg_tenure.live"
+#define TENURE_LIVE_VERSION	1
+
+typedef struct TenureLiveHeader
+{
+	uint32		version;
+	int32		count;			/* TenureLive entries after the header */
+} TenureLiveHeader;
+
+/*
+ * How far back from the shutdown checkpoint the list is looked for: what
+ * the server wrote between its keeper's exit and that checkpoint (aborts
+ * of the sessions a fast shutdown ends, standby snapshots) is far less.
+ */
+#define TENURE_LIVE_MAX_RECORDS	10000
 
 typedef struct TenurePromotionShared
 {
@@ -51,6 +82,14 @@ typedef struct TenurePromotionShared
 	TimestampTz created;		/* when this struct was created: the start
 								 * of this run of the server, also after a
 								 * crash (written once, before any reader) */
+
+	/*
+	 * The old primary's live tenures, sorted by database and epoch: written
+	 * by the keeper before it sets state to TENURE_PROMOTION_KEPT, read
+	 * only after that, never changed again.
+	 */
+	int			nlive;
+	TenureLive	live[FLEXIBLE_ARRAY_MEMBER];	/* tenure.max_leases */
 } TenurePromotionShared;
 
 static TenurePromotionShared *tenure_promotion = NULL;
@@ -61,7 +100,8 @@ static TenurePromotionShared *tenure_promotion = NULL;
 Size
 tenure_promotion_shmem_size(void)
 {
-	return MAXALIGN(sizeof(TenurePromotionShared));
+	return MAXALIGN(add_size(offsetof(TenurePromotionShared, live),
+							 mul_size(sizeof(TenureLive), tenure_max_leases)));
 }
 
 /*
@@ -76,13 +116,14 @@ tenure_promotion_shmem_init(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	tenure_promotion = ShmemInitStruct("pg_tenure promotion",
-									   sizeof(TenurePromotionShared), &found);
+									   tenure_promotion_shmem_size(), &found);
 	if (!found)
 	{
 		SpinLockInit(&tenure_promotion->mutex);
 		tenure_promotion->state = TENURE_PROMOTION_UNKNOWN;
 		tenure_promotion->prev_tli = 0;
 		tenure_promotion->created = GetCurrentTimestamp();
+		tenure_promotion->nlive = 0;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -111,6 +152,100 @@ tenure_promotion_set(TenurePromotion state, TimeLineID prev_tli)
 	tenure_promotion->state = state;
 	tenure_promotion->prev_tli = prev_tli;
 	SpinLockRelease(&tenure_promotion->mutex);
+}
+
+static int
+tenure_live_cmp(const void *a, const void *b)
+{
+	const TenureLive *x = a;
+	const TenureLive *y = b;
+
+	if (x->dbid != y->dbid)
+		return x->dbid < y->dbid ? -1 : 1;
+	if (x->epoch != y->epoch)
+		return x->epoch < y->epoch ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Whether the old primary's keeper listed the tenure of database dbid at
+ * epoch as live when it exited (P5).  False unless the promotion kept
+ * every transaction.
+ */
+bool
+tenure_promotion_listed(Oid dbid, int64 epoch)
+{
+	TenureLive	key;
+
+	if (tenure_promotion_state(NULL) != TENURE_PROMOTION_KEPT)
+		return false;
+	key.dbid = dbid;
+	key.epoch = epoch;
+	return bsearch(&key, tenure_promotion->live, tenure_promotion->nlive,
+				   sizeof(TenureLive), tenure_live_cmp) != NULL;
+}
+
+/*
+ * The epochs of database dbid that tenure_promotion_listed() finds, in a
+ * palloc'd array of *count.
+ */
+int64 *
+tenure_promotion_listed_epochs(Oid dbid, int *count)
+{
+	int64	   *epochs;
+	int			i;
+
+	*count = 0;
+	if (tenure_promotion_state(NULL) != TENURE_PROMOTION_KEPT)
+		return palloc(sizeof(int64));
+	epochs = palloc(sizeof(int64) * Max(tenure_promotion->nlive, 1));
+	for (i = 0; i < tenure_promotion->nlive; i++)
+		if (tenure_promotion->live[i].dbid == dbid)
+			epochs[(*count)++] = tenure_promotion->live[i].epoch;
+	return epochs;
+}
+
+/*
+ * The whole list, in a palloc'd array of *count (none unless the promotion
+ * kept every transaction): the keeper adds to its own list those of them
+ * that no backend has loaded yet (keeper.c).
+ */
+TenureLive *
+tenure_promotion_carried(int *count)
+{
+	TenureLive *live;
+
+	*count = 0;
+	if (tenure_promotion_state(NULL) != TENURE_PROMOTION_KEPT)
+		return palloc(sizeof(TenureLive));
+	*count = tenure_promotion->nlive;
+	live = palloc(sizeof(TenureLive) * Max(*count, 1));
+	memcpy(live, tenure_promotion->live, sizeof(TenureLive) * *count);
+	return live;
+}
+
+/*
+ * Write the live tenures to the WAL and flush it: the keeper, as it exits
+ * on a primary.  At a clean shutdown the postmaster waits for every
+ * background worker to exit before the checkpointer writes the shutdown
+ * checkpoint, so the message comes before it.  Sorts live in place.
+ */
+void
+tenure_promotion_log_live(TenureLive *live, int count)
+{
+	TenureLiveHeader header;
+	StringInfoData buf;
+	XLogRecPtr	lsn;
+
+	qsort(live, count, sizeof(TenureLive), tenure_live_cmp);
+	header.version = TENURE_LIVE_VERSION;
+	header.count = count;
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, (char *) &header, sizeof(header));
+	appendBinaryStringInfo(&buf, (char *) live, sizeof(TenureLive) * count);
+	lsn = tenure_log_message(TENURE_LIVE_PREFIX, buf.data, buf.len);
+	XLogFlush(lsn);
+	pfree(buf.data);
 }
 
 /*
@@ -179,6 +314,76 @@ tenure_promotion_clean_end(XLogReaderState *reader, TimeLineID tli,
 }
 
 /*
+ * If the record just read is the old primary's list of live tenures, copy
+ * it into shared memory and return true.  A list that does not fit
+ * (this server has a smaller tenure.max_leases) counts as none.
+ */
+static bool
+tenure_promotion_take_live(XLogReaderState *reader)
+{
+	xl_logical_message xlrec;
+	TenureLiveHeader header;
+	char	   *data = XLogRecGetData(reader);
+	Size		len = XLogRecGetDataLen(reader);
+
+	if (XLogRecGetRmid(reader) != RM_LOGICALMSG_ID ||
+		(XLogRecGetInfo(reader) & ~XLR_INFO_MASK) != XLOG_LOGICAL_MESSAGE ||
+		len < SizeOfLogicalMessage)
+		return false;
+	memcpy(&xlrec, data, SizeOfLogicalMessage);
+	if (xlrec.transactional ||
+		xlrec.prefix_size != sizeof(TENURE_LIVE_PREFIX) ||
+		len < SizeOfLogicalMessage + xlrec.prefix_size + sizeof(header) ||
+		memcmp(data + SizeOfLogicalMessage, TENURE_LIVE_PREFIX,
+			   sizeof(TENURE_LIVE_PREFIX)) != 0)
+		return false;
+	data += SizeOfLogicalMessage + xlrec.prefix_size;
+	memcpy(&header, data, sizeof(header));
+	if (header.version != TENURE_LIVE_VERSION || header.count < 0 ||
+		header.count > tenure_max_leases ||
+		xlrec.message_size != sizeof(header) + sizeof(TenureLive) * (Size) header.count)
+		return false;
+	memcpy(tenure_promotion->live, data + sizeof(header),
+		   sizeof(TenureLive) * header.count);
+	tenure_promotion->nlive = header.count;
+	return true;
+}
+
+/*
+ * Look back from the old timeline's shutdown checkpoint, just read, for
+ * the list of live tenures its keeper wrote as it exited (P5).  The search
+ * stops without one at the start of that run of the old primary (a
+ * shutdown or end-of-recovery checkpoint, or an end-of-recovery record),
+ * after TENURE_LIVE_MAX_RECORDS records, and at WAL that cannot be read
+ * any more; that is logged.
+ */
+static bool
+tenure_promotion_find_live(XLogReaderState *reader)
+{
+	XLogRecPtr	prev = XLogRecGetPrev(reader);
+	int			i;
+
+	for (i = 0; i < TENURE_LIVE_MAX_RECORDS; i++)
+	{
+		uint8		info;
+
+		if (XLogRecPtrIsInvalid(prev) ||
+			tenure_promotion_read(reader, prev, false) == NULL)
+			break;
+		if (tenure_promotion_take_live(reader))
+			return true;
+		info = XLogRecGetInfo(reader) & ~XLR_INFO_MASK;
+		if (XLogRecGetRmid(reader) == RM_XLOG_ID &&
+			(info == XLOG_CHECKPOINT_SHUTDOWN || info == XLOG_END_OF_RECOVERY))
+			break;
+		prev = XLogRecGetPrev(reader);
+	}
+	ereport(LOG,
+			(errmsg("pg_tenure found no list of live tenures before the old primary's shutdown checkpoint")));
+	return false;
+}
+
+/*
  * The WAL around the switch from timeline prev_tli, which ended at
  * switchpoint, to this one: whether the switch happened in this run of
  * the server (after its shared memory was created, at its start or after
@@ -212,7 +417,8 @@ tenure_promotion_read_switch(TimeLineID prev_tli, XLogRecPtr switchpoint)
 		result = TENURE_PROMOTION_NONE;
 	else if ((prev = XLogRecGetPrev(reader)) != InvalidXLogRecPtr &&
 			 tenure_promotion_read(reader, prev, false) != NULL &&
-			 tenure_promotion_clean_end(reader, prev_tli, switchpoint))
+			 tenure_promotion_clean_end(reader, prev_tli, switchpoint) &&
+			 tenure_promotion_find_live(reader))
 		result = TENURE_PROMOTION_KEPT;
 	XLogReaderFree(reader);
 	pfree(private);

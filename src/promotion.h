@@ -21,9 +21,24 @@ typedef enum TenurePromotion
 								 * primary's shutdown checkpoint */
 } TenurePromotion;
 
+/*
+ * A tenure live in a primary's shared memory when its keeper exited at a
+ * clean shutdown (src/README, P5): the list the keeper writes to the WAL.
+ */
+typedef struct TenureLive
+{
+	Oid			dbid;
+	int64		epoch;			/* the tenure's latest epoch */
+	int64		ttl_us;			/* its ttl then */
+} TenureLive;
+
 extern Size tenure_promotion_shmem_size(void);
 extern void tenure_promotion_shmem_init(void);
 extern void tenure_promotion_examine(void);
 extern TenurePromotion tenure_promotion_state(TimeLineID *prev_tli);
+extern bool tenure_promotion_listed(Oid dbid, int64 epoch);
+extern int64 *tenure_promotion_listed_epochs(Oid dbid, int *count);
+extern TenureLive *tenure_promotion_carried(int *count);
+extern void tenure_promotion_log_live(TenureLive *live, int count);
 
 #endif							/* TENURE_PROMOTION_H */

@@ -39,6 +39,7 @@
  *		tenure_state_stale(), tenure_state_stats(), tenure_state_watch(),
  *		tenure_state_list(), tenure_state_ended(), tenure_state_reserved(),
  *		tenure_state_history_trim_due(), tenure_state_history_pending()
+ *		tenure_state_tenures()					(the keeper, as it exits)
  *		tenure_state_fence(), tenure_state_fence_rejected()
  *												(also count fenced writes,
  *												 atomics)
@@ -191,6 +192,7 @@
 #include "state_internal.h"
 
 static const char *tenure_end_reason_name(TenureEndReason reason);
+static int64 tenure_ready_mono(int64 now);
 
 /* the lease table; state_internal.h declares them for the module */
 TenureShared *tenure_shared = NULL;
@@ -1298,7 +1300,8 @@ tenure_state_fence_rejected(const TenureKey *key, TenureFencedKind kind)
 
 
 /*
- * Copy something of every entry of database dbid (dropped leases' aside)
+ * Copy something of every entry of database dbid, or of every database if
+ * dbid is InvalidOid (dropped leases' aside)
  * into a palloc'd array of elements of elemsize bytes, all under one hold
  * of the shared lock: copy() fills the element for an entry and returns
  * whether it is to be kept; begin(), if given, runs first under the same
@@ -1340,7 +1343,8 @@ tenure_copy_entries(Oid dbid, Size elemsize, TenureCopyFunc copy,
 			hash_seq_init(&scan, tenure_leases);
 			while ((lease = hash_seq_search(&scan)) != NULL)
 			{
-				if (lease->key.dbid == dbid && !lease->dropped &&
+				if ((!OidIsValid(dbid) || lease->key.dbid == dbid) &&
+					!lease->dropped &&
 					copy(lease, elems + elemsize * n, arg))
 					n++;
 			}
@@ -1565,6 +1569,64 @@ tenure_state_history_pending(Oid dbid, int *count)
 {
 	return tenure_copy_entries(dbid, sizeof(TenureEnded), tenure_ended_copy,
 							   NULL, NULL, count);
+}
+
+/* tenure_state_tenures(): when the server became ready, and each entry's */
+typedef struct TenureTenuresCopy
+{
+	int64		now;
+	int64		ready_mono;
+} TenureTenuresCopy;
+
+static void
+tenure_tenures_begin(void *arg)
+{
+	TenureTenuresCopy *c = arg;
+
+	c->ready_mono = tenure_ready_mono(c->now);
+}
+
+static bool
+tenure_tenures_copy(TenureLease *lease, void *elem, void *arg)
+{
+	TenureTenureOf *t = elem;
+	int64		now = ((TenureTenuresCopy *) arg)->now;
+
+	t->dbid = lease->key.dbid;
+	t->ttl_us = lease->ttl_us;
+	t->epoch = lease->epoch;
+	t->live = lease->state == TENURE_HELD && !lease->session_bound &&
+		(tenure_is_live(lease, now) || tenure_change_committing(lease));
+	/* an acquisition past its checks may commit yet */
+	if (lease->state == TENURE_PENDING && lease->pending_epoch != 0 &&
+		(lease->committing || lease->issuing))
+	{
+		t->epoch = lease->pending_epoch;
+		t->live = !lease->session_bound;
+	}
+	return t->epoch != 0;
+}
+
+/*
+ * The latest epoch of every entry of every database that has one, and
+ * whether its tenure is live, not session-bound, at "now" (or an
+ * acquisition of it committing): the keeper's list as it exits (src/README,
+ * P5).  *ready_mono: when the server became ready.  A palloc'd array of
+ * *count elements.
+ */
+TenureTenureOf *
+tenure_state_tenures(int64 now, int64 *ready_mono, int *count)
+{
+	TenureTenuresCopy c;
+	TenureTenureOf *tenures;
+
+	c.now = now;
+	c.ready_mono = now;
+	tenures = tenure_copy_entries(InvalidOid, sizeof(TenureTenureOf),
+								  tenure_tenures_copy, tenure_tenures_begin,
+								  &c, count);
+	*ready_mono = c.ready_mono;
+	return tenures;
 }
 
 /* ---------------------------------------------------------------------

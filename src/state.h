@@ -21,7 +21,7 @@
  * What a lease's entry carries over from before this server became ready
  * to hold tenures (a restart or a promotion): catalog.c finds it in the
  * tables, tenure_state_load() applies it when it builds the entry
- * (src/README, H2 and P1 .. P4).
+ * (src/README, H2 and P1 .. P5).
  */
 typedef enum TenureCarryKind
 {
@@ -280,6 +280,18 @@ extern const char *tenure_state_ended(const TenureKey *key, int64 *epoch,
 extern bool tenure_state_reserved(const TenureKey *key, uint64 token);
 extern bool tenure_state_history_trim_due(const TenureKey *key);
 extern TenureEnded *tenure_state_history_pending(Oid dbid, int *count);
+
+/* a lease's latest epoch, for the keeper's list of live tenures */
+typedef struct TenureTenureOf
+{
+	Oid			dbid;
+	int64		epoch;
+	int64		ttl_us;
+	bool		live;			/* held, not expired, not session-bound */
+} TenureTenureOf;
+
+extern TenureTenureOf *tenure_state_tenures(int64 now, int64 *ready_mono,
+											int *count);
 /* ... renew changes only the renewal time, an atomic */
 extern bool tenure_state_renew(const TenureKey *key, const char *holder,
 							   Oid allowed_owner, Oid *owner, bool *renewed);

@@ -1,5 +1,5 @@
 
-# Tenures through a promotion (src/README, P1 .. P4).
+# Tenures through a promotion (src/README, P1 .. P5).
 #
 # A standby that replayed the old primary's shutdown checkpoint, and was
 # then promoted, lost nothing: every tenure that is not session-bound
