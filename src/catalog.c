@@ -52,7 +52,7 @@
 
 static void tenure_carry_of(const char *name, const TenureRow *row,
 							TenureCarry *carry, int64 *ttl_us);
-static TenurePromotion tenure_carry_promotion(bool wait);
+static TenurePromotion tenure_carry_promotion(void);
 /* What tenure_carry_chain() finds in a lease's history. */
 typedef struct TenureChain
 {
@@ -463,7 +463,12 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 	"  AND h.issued_sysid OPERATOR(pg_catalog.=) $3" \
 	"  AND (COALESCE(h.open_tli, h.issued_tli) OPERATOR(pg_catalog.<>) $4" \
 	"   OR (h.issued_tli OPERATOR(pg_catalog.<>) $4 AND h.boot_id OPERATOR(pg_catalog.=) $2))," \
-	" h.holder, h.epoch, h.started" \
+	" h.holder, h.epoch, h.started," \
+	" EXISTS (SELECT FROM tenure.lease l" \
+	"  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE" \
+	"   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1" \
+	"   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3" \
+	"    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END)" \
 	" FROM (SELECT) one LEFT JOIN LATERAL (SELECT * FROM tenure.history" \
 	"  WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC LIMIT 1) h ON true"
 
@@ -502,6 +507,8 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 		return;
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	candidate = !isnull && DatumGetBool(d);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
+	carry->before_timeline = !isnull && DatumGetBool(d);
 	carry->epoch = tenure_spi_int8(4, &isnull);
 	memset(&chain, 0, sizeof(chain));
 	if (!isnull)
@@ -520,7 +527,7 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 	if (in_recovery)
 		return;
 
-	switch (tenure_carry_promotion(candidate))
+	switch (tenure_carry_promotion())
 	{
 		case TENURE_PROMOTION_KEPT:
 			if (candidate && tenure_carry_continues(row, &chain, carry))
@@ -529,26 +536,31 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 		case TENURE_PROMOTION_LOST:
 			carry->kind = TENURE_CARRY_PROMOTED;
 			break;
+		case TENURE_PROMOTION_NONE:
+			/* a restart soon after a promotion keeps its bound (P3) */
+			if (carry->before_timeline &&
+				tenure_promotion_recent(tenure_ready_time()))
+				carry->kind = TENURE_CARRY_PROMOTED;
+			break;
 		default:
 			break;
 	}
 }
 
 /*
- * What the promotion of this server kept (promotion.c).  A tenure that may
- * continue waits for the keeper to find out, at most as long as for any
- * answer of the keeper; the others need not.
+ * What the promotion of this server kept (promotion.c), waiting for the
+ * keeper to find out at most as long as for any answer of the keeper:
+ * every carry depends on it, a tenure that may continue (P2) as much as
+ * the bound of one that may not (P3).
  */
 static TenurePromotion
-tenure_carry_promotion(bool wait)
+tenure_carry_promotion(void)
 {
 	int64		deadline = tenure_mono_now() + TENURE_KEEPER_WAIT_US;
 	TenurePromotion state;
 
 	while ((state = tenure_promotion_state(NULL)) == TENURE_PROMOTION_UNKNOWN)
 	{
-		if (!wait)
-			return state;
 		if (tenure_mono_now() >= deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -30,6 +30,7 @@
  *		tenure_promotion_shmem_size(), tenure_promotion_shmem_init()
  *		tenure_promotion_examine()	the keeper, at its first start
  *		tenure_promotion_state()	what it found
+ *		tenure_promotion_recent()	a restart soon after a promotion
  *		tenure_promotion_listed(), tenure_promotion_listed_epochs()
  *									the old primary's live tenures
  *		tenure_promotion_carried()	the same, for the keeper's own list
@@ -82,6 +83,9 @@ typedef struct TenurePromotionShared
 	TimestampTz created;		/* when this struct was created: the start
 								 * of this run of the server, also after a
 								 * crash (written once, before any reader) */
+	TimestampTz promoted_at;	/* when the current timeline began with a
+								 * promotion, in this run or an earlier one;
+								 * 0 if it did not (written before state) */
 
 	/*
 	 * The old primary's live tenures, sorted by database and epoch: written
@@ -124,6 +128,7 @@ tenure_promotion_shmem_init(void)
 		tenure_promotion->prev_tli = 0;
 		tenure_promotion->created = GetCurrentTimestamp();
 		tenure_promotion->nlive = 0;
+		tenure_promotion->promoted_at = 0;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -143,6 +148,25 @@ tenure_promotion_state(TimeLineID *prev_tli)
 		*prev_tli = tenure_promotion->prev_tli;
 	SpinLockRelease(&tenure_promotion->mutex);
 	return state;
+}
+
+/*
+ * Whether this server, not promoted in this run, became ready less than
+ * tenure.demotion_bound after the promotion that began its timeline in an
+ * earlier run: the old primary of that promotion may still serve its
+ * holders, whatever that promotion kept, which a restart cannot tell any
+ * more (src/README, P3).
+ */
+bool
+tenure_promotion_recent(TimestampTz ready)
+{
+	TimestampTz promoted_at;
+
+	if (tenure_promotion_state(NULL) != TENURE_PROMOTION_NONE)
+		return false;
+	promoted_at = tenure_promotion->promoted_at;
+	return promoted_at != 0 &&
+		ready < TimestampTzPlusMilliseconds(promoted_at, tenure_demotion_bound);
 }
 
 static void
@@ -315,7 +339,8 @@ tenure_promotion_clean_end(XLogReaderState *reader, TimeLineID tli,
 
 /*
  * If the record just read is the old primary's list of live tenures, copy
- * it into shared memory and return true.  A list that does not fit
+ * it into shared memory and return true.  A message of the same prefix
+ * from a session (a database of its own) is not, and is passed over.  A list that does not fit
  * (this server has a smaller tenure.max_leases) counts as none.
  */
 static bool
@@ -331,7 +356,8 @@ tenure_promotion_take_live(XLogReaderState *reader)
 		len < SizeOfLogicalMessage)
 		return false;
 	memcpy(&xlrec, data, SizeOfLogicalMessage);
-	if (xlrec.transactional ||
+	/* the keeper has no database: pg_logical_emit_message() cannot pass */
+	if (xlrec.transactional || OidIsValid(xlrec.dbId) ||
 		xlrec.prefix_size != sizeof(TENURE_LIVE_PREFIX) ||
 		len < SizeOfLogicalMessage + xlrec.prefix_size + sizeof(header) ||
 		memcmp(data + SizeOfLogicalMessage, TENURE_LIVE_PREFIX,
@@ -414,7 +440,10 @@ tenure_promotion_read_switch(TimeLineID prev_tli, XLogRecPtr switchpoint)
 		result = TENURE_PROMOTION_LOST;
 	else if ((promoted = tenure_promotion_time(reader)) == 0 ||
 			 promoted < tenure_promotion->created)
+	{
+		tenure_promotion->promoted_at = promoted;
 		result = TENURE_PROMOTION_NONE;
+	}
 	else if ((prev = XLogRecGetPrev(reader)) != InvalidXLogRecPtr &&
 			 tenure_promotion_read(reader, prev, false) != NULL &&
 			 tenure_promotion_clean_end(reader, prev_tli, switchpoint) &&

@@ -36,6 +36,7 @@ extern Size tenure_promotion_shmem_size(void);
 extern void tenure_promotion_shmem_init(void);
 extern void tenure_promotion_examine(void);
 extern TenurePromotion tenure_promotion_state(TimeLineID *prev_tli);
+extern bool tenure_promotion_recent(TimestampTz ready);
 extern bool tenure_promotion_listed(Oid dbid, int64 epoch);
 extern int64 *tenure_promotion_listed_epochs(Oid dbid, int *count);
 extern TenureLive *tenure_promotion_carried(int *count);

@@ -43,6 +43,8 @@ typedef struct TenureCarry
 	TimestampTz started;
 	bool		active;			/* active at once (else from ready + its
 								 * hold-off or ttl) */
+	/* RESTART or PROMOTED: the lease's latest epoch predates the timeline */
+	bool		before_timeline;
 } TenureCarry;
 
 /* What a backend sees of a lease held by someone else. */

@@ -18,6 +18,9 @@
 #  - chain: A acquires on the old primary after the cut-off; on the new
 #           primary B acquires, releases, and C acquires.
 #  - hand:  the same, but B hands the lease to a waiting C.
+#  - crash: A acquires before the cut-off; the new primary crashes and
+#           restarts within tenure.demotion_bound of the promotion, and
+#           only then B acquires.
 # Meanwhile A renews on the old primary, which goes on serving.
 
 use strict;
@@ -38,6 +41,8 @@ $old->safe_psql(
 	SET ROLE app;
 	SELECT tenure.create_lease('chain', ttl => '5 s');
 	SELECT tenure.create_lease('hand', ttl => '5 s');
+	SELECT tenure.create_lease('crash', ttl => '10 min');
+	SELECT tenure.acquire('crash', 'A');
 });
 my $new = tenure_standby($old, 'x2_new');
 $new->append_conf('postgresql.conf', "tenure.demotion_bound = '1h'\n");
@@ -104,5 +109,21 @@ for my $l (qw(late chain hand))
 		't',
 		"$l: active no earlier than the promotion + ttl + demotion_bound");
 }
+
+# crash: a restart of the new primary does not forget the bound
+$new->stop('immediate');
+$new->start;
+ok(defined wait_for_keeper($new), 'crash: the new primary restarted');
+is($old->safe_psql('postgres', "SELECT tenure.renew('crash', 'A')"),
+	't', 'crash: the old primary still serves A');
+$new->safe_psql('postgres', "SET ROLE app; SELECT tenure.acquire('crash', 'B')");
+is($new->safe_psql('postgres', "SELECT tenure.leader_is('crash', 'B')"),
+	'f', 'crash: B does not lead while the old primary may serve A');
+is( $new->safe_psql(
+		'postgres',
+		"SELECT active_from >= '$promoted_at'::timestamptz + interval '1 h' FROM tenure.leases WHERE lease = 'crash'"
+	),
+	't',
+	'crash: active no earlier than the promotion + ttl + demotion_bound');
 
 done_testing();
