@@ -2,7 +2,7 @@
 """pg_tenure beside its peer: etcd's locks and leases, with Python clients.
 
     peer.py --bindir PG_BIN [--port 54335] [--etcd-port 23791] [--conf FILE]
-            [--clients "1 8"] [--windows 7] [--seconds 2] [--mode process]
+            [--clients "1 8"] [--windows 15] [--seconds 1] [--mode thread]
             [--smoke] [--csv FILE] [--md FILE]
 
 Run as an unprivileged user (bench/run.sh runs it as the user "tenure",
@@ -10,12 +10,14 @@ section peer), with pg_tenure installed in the PostgreSQL of PG_BIN and
 Debian's etcd-server, python3-etcd3 and python3-psycopg.  Starts, in a new
 temporary directory (both data directories on the same file system), a
 throwaway cluster (initdb, the settings of FILE, which run.sh fills with
-bench/lib.sh's bench_settings, then synchronous_commit = on, the default)
-and a one-member etcd (/usr/bin/etcd, localhost ports, default fsync);
-stops both and removes the directory at exit.
+bench/lib.sh's bench_settings, then synchronous_commit = on, the default,
+and track_wal_io_timing = on) and a one-member etcd (/usr/bin/etcd,
+localhost ports, its defaults: every raft entry fsynced); stops both and
+removes the directory at exit.
 
-Operations, each client (a process of its own, or a thread with --mode
-thread) with its own lease, lock or etcd lease, every call a round trip:
+Operations, each client (a thread of this process, or a process of its own
+with --mode process) with its own lease, lock or etcd lease, every call a
+round trip:
 
   tenure_cycle_sync_on   SELECT tenure.acquire(lease, 'h'), then
                          SELECT tenure.release(lease, 'h'): non-session-bound,
@@ -40,7 +42,16 @@ with short windows first warms both up and is not counted.  An operation
 counts if it ends inside its window; a failed acquisition, release, renewal
 or keep-alive stops the run.  Each pg_tenure operation is compared with its
 etcd peer in the same round; the report gives per client count the median
-over the rounds of ops/s and of that ratio, with the min..max range.
+over the rounds of ops/s and of that ratio, with the min..max range, and
+what an operation cost: the clients' CPU, the serving processes' CPU and
+time waiting for a CPU (/proc/PID/task/TID/schedstat of the clients'
+backends, or of etcd), and the WAL flushes (pg_stat_wal; etcd's /metrics).
+
+Clients are threads by default: on a machine of 2 cores, 8 client
+processes cost more CPU per operation than 8 threads (separate
+interpreters, grpc's pollers in each), CPU the servers then lack, while
+the threads' Python work stays below a core, so that the GIL limits
+neither side (bench/README.md has the measurement).
 
 --smoke: 1 round of 1 s windows.  Writes one CSV row per window to --csv
 and the report (markdown) to --md; progress goes to stdout.
@@ -77,9 +88,9 @@ ORDER = ["tenure_cycle_sync_on", "etcd_lock_cycle", "tenure_cycle_sync_off",
 # pg_tenure's operation | its etcd peer | how the report names them
 PAIRS = [
     ("tenure_cycle_sync_on", "etcd_lock_cycle",
-     "acquire + release, synchronous_commit = on | lock acquire + release"),
+     "acquire + release, synchronous_commit on | lock acquire + release"),
     ("tenure_cycle_sync_off", "etcd_lock_cycle",
-     "acquire + release, synchronous_commit = off | lock acquire + release"),
+     "acquire + release, synchronous_commit off | lock acquire + release"),
     ("tenure_renew", "etcd_keepalive", "renew | lease keep-alive"),
 ]
 SYNC = {"tenure_cycle_sync_on": "on", "tenure_cycle_sync_off": "off"}
@@ -92,6 +103,7 @@ class Client:
     def __init__(self, idx, conninfo, etcd_port):
         self.pg = psycopg.connect(conninfo, autocommit=True)
         self.cur = self.pg.cursor()
+        self.backend = self.call("SELECT pg_backend_pid()", ())
         self.etcd = etcd3.client(host="127.0.0.1", port=etcd_port)
         self.cycle = "peer-cycle-%d" % idx
         self.renewed = "peer-renew-%d" % idx
@@ -179,7 +191,7 @@ def client_main(idx, conninfo, etcd_port, commands, results, threaded):
     cpu_clock = (lambda: 0.0) if threaded else time.process_time
     try:
         client = Client(idx, conninfo, etcd_port)
-        results.put((idx, "ready", None))
+        results.put((idx, "ready", client.backend))
         for op, start, seconds in iter(commands.get, None):
             results.put((idx, "done", client.window(op, start, seconds, cpu_clock)))
     except Exception:
@@ -209,7 +221,8 @@ class Pool:
                         for i in range(n)]
         for w in self.workers:
             w.start()
-        self.collect(n, "ready")
+        # each client's backend, by client index
+        self.backends = self.collect(n, "ready")
 
     def collect(self, n, kind):
         """The n answers of kind, by client index; any error stops the run."""
@@ -286,6 +299,10 @@ class Servers:
             self.pg_version = conn.execute("SELECT version()").fetchone()[0]
         self.stats = psycopg.connect(self.conninfo, autocommit=True)
 
+    def server_pids(self, op, backends):
+        """The processes that serve op: the clients' backends, or etcd."""
+        return backends if op.startswith("tenure") else [self.etcd.pid]
+
     def flushes(self, op):
         """Flushes so far and their milliseconds: pg_stat_wal's for a
         pg_tenure operation, etcd's WAL fsyncs (its /metrics) for etcd's."""
@@ -351,18 +368,34 @@ class Servers:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-Row = collections.namedtuple("Row", "clients round op operations seconds per_second cpu_us flushes flush_ms load")
+Row = collections.namedtuple("Row", "clients round op operations seconds per_second cpu_us server_cpu_us wait_us "
+                                   "flushes flush_ms load")
+
+
+def schedstat(pids):
+    """Nanoseconds on a CPU and waiting for one (/proc/PID/schedstat), summed
+    over the threads of pids."""
+    run = wait = 0
+    for pid in pids:
+        for task in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/schedstat" % (pid, task)) as f:
+                fields = f.read().split()
+            run += int(fields[0])
+            wait += int(fields[1])
+    return run, wait
 
 
 def window(pool, servers, op, clients, r, seconds):
-    """One measured window: its Row, the flushes and CPU per operation."""
-    f0 = servers.flushes(op)
+    """One measured window: its Row, with the clients' CPU, the serving
+    processes' CPU and wait for a CPU, and the flushes, per operation."""
+    pids = servers.server_pids(op, [pool.backends[i] for i in range(clients)])
+    f0, s0 = servers.flushes(op), schedstat(pids)
     n, cpu = pool.window(op, clients, seconds)
-    f1 = servers.flushes(op)
+    f1, s1 = servers.flushes(op), schedstat(pids)
     if n == 0:
         raise RuntimeError("%s with %d clients: no operation in %s s" % (op, clients, seconds))
-    return Row(clients, r, op, n, seconds, n / seconds, cpu * 1e6 / n,
-               (f1[0] - f0[0]) / n, (f1[1] - f0[1]) / n, os.getloadavg()[0])
+    return Row(clients, r, op, n, seconds, n / seconds, cpu * 1e6 / n, (s1[0] - s0[0]) / 1e3 / n,
+               (s1[1] - s0[1]) / 1e3 / n, (f1[0] - f0[0]) / n, (f1[1] - f0[1]) / n, os.getloadavg()[0])
 
 
 def measure(pool, servers, args, csv):
@@ -372,15 +405,14 @@ def measure(pool, servers, args, csv):
     for c in args.clients:
         for op in ORDER:
             pool.window(op, c, min(WARMUP_SECONDS, args.seconds))
-    csv.write("clients,round,op,operations,seconds,per_second,client_cpu_us_per_op,flushes_per_op,flush_ms_per_op,"
-              "load_average\n")
+    csv.write("clients,round,op,operations,seconds,per_second,client_cpu_us_per_op,server_cpu_us_per_op,"
+              "server_cpu_wait_us_per_op,flushes_per_op,flush_ms_per_op,load_average\n")
     for r in range(1, args.windows + 1):
         for c in args.clients:
             for op in (ORDER if r % 2 else ORDER[::-1]):
                 row = window(pool, servers, op, c, r, args.seconds)
                 rows.append(row)
-                csv.write("%d,%d,%s,%d,%g,%.1f,%s,%.3f,%.4f,%.2f\n" % (
-                    row[:6] + ("%.1f" % row.cpu_us,) + row[7:]))
+                csv.write("%d,%d,%s,%d,%g,%.1f,%.1f,%.1f,%.1f,%.3f,%.4f,%.2f\n" % row)
                 csv.flush()
                 print("  round %d, %d clients: %-22s %8.1f ops/s" % (r, c, op, row.per_second), flush=True)
     return rows
@@ -393,45 +425,53 @@ def spread(values, fmt, bold=""):
         statistics.median(values), min(values), max(values))
 
 
-def medians(rows, c, op):
-    """The medians over the rounds of client CPU us per operation and of
-    flushes per operation (with the mean time of one), as two strings."""
+def costs(rows, c, op):
+    """The medians over the rounds of op's costs per operation at c clients:
+    client CPU, server CPU and wait for a CPU (us), flushes (with the mean
+    time of one), as strings."""
     mine = [x for x in rows if x.clients == c and x.op == op]
-    cpu = "%.0f" % statistics.median(x.cpu_us for x in mine)
-    fl = statistics.median(x.flushes for x in mine)
-    ms = statistics.median(x.flush_ms for x in mine)
-    return cpu, "%.2f (%.2f ms)" % (fl, ms / fl) if fl >= 0.01 else "%.2f" % fl
+    med = {f: statistics.median(getattr(x, f) for x in mine) for f in ("cpu_us", "server_cpu_us", "wait_us",
+                                                                        "flushes", "flush_ms")}
+    fl = med["flushes"]
+    return ["%.0f" % med["cpu_us"], "%.0f" % med["server_cpu_us"], "%.0f" % med["wait_us"],
+            "%.2f (%.2f ms)" % (fl, med["flush_ms"] / fl) if fl >= 0.01 else "%.2f" % fl]
 
 
 def report(rows, args, servers, elapsed):
-    """The markdown part: one line per comparison and client count."""
+    """The markdown part: per comparison and client count, the rates and
+    their ratio, then the costs per operation."""
     out = []
     w = out.append
     w("## Against etcd: acquire + release and renew, Python clients")
     w("")
     w("`%s` (`peer.csv`, %d min %d s): pg_tenure and etcd %s on this machine, their data directories"
       % (command(args), elapsed // 60, elapsed % 60, servers.etcd_version))
-    w("on the same file system; every client a %s of its own, with its own lease, lock or etcd lease."
-      % ("thread" if args.mode == "thread" else "process"))
+    w("on the same file system; every client %s, with its own lease, lock or etcd lease."
+      % ("a thread of one process" if args.mode == "thread" else "a process of its own"))
     w("%d round%s; in each, every operation runs %g s per client count, the operations taking turns (the order"
       % (args.windows, "" if args.windows == 1 else "s", args.seconds))
     w("reversed every other round). Median of the rounds (min..max); ratio: pg_tenure / etcd in the same round.")
     w("Load average (1 min) over the windows: %.1f..%.1f on %d cores (anything else running here shares them)."
       % (min(x.load for x in rows), max(x.load for x in rows), os.cpu_count()))
     w("")
-    w("| pg_tenure | etcd | clients | pg_tenure ops/s | etcd ops/s | ratio | client CPU us/op | flushes/op (per flush) |")
-    w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    w("| pg_tenure | etcd | clients | pg_tenure ops/s | etcd ops/s | ratio |")
+    w("| --- | --- | ---: | ---: | ---: | ---: |")
     rate = {(x.clients, x.round, x.op): x.per_second for x in rows}
     for a, b, names in PAIRS:
-        na, nb = names.split(" | ")
         for c in args.clients:
             ra = [rate[(c, r, a)] for r in range(1, args.windows + 1)]
             rb = [rate[(c, r, b)] for r in range(1, args.windows + 1)]
-            ca, fa = medians(rows, c, a)
-            cb, fb = medians(rows, c, b)
-            w("| %s | %s | %d | %s | %s | %s | %s | %s |" % (
-                na, nb, c, spread(ra, "%.0f"), spread(rb, "%.0f"), spread([x / y for x, y in zip(ra, rb)], "%.2f", "**"),
-                ca + " / " + cb, fa + " / " + fb))
+            w("| %s | %d | %s | %s | %s |" % (names, c, spread(ra, "%.0f"), spread(rb, "%.0f"),
+                                                spread([x / y for x, y in zip(ra, rb)], "%.2f", "**")))
+    w("")
+    w("Per operation, pg_tenure / etcd, medians of the rounds:")
+    w("")
+    w("| pg_tenure | etcd | clients | client CPU us | server CPU us | server waiting for a CPU us | flushes (one) |")
+    w("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for a, b, names in PAIRS:
+        for c in args.clients:
+            w("| %s | %d | %s |" % (names, c, " | ".join(x + " / " + y for x, y in zip(costs(rows, c, a),
+                                                                                       costs(rows, c, b)))))
     w("")
     w("- pg_tenure: %s; %s; psycopg %s, autocommit, non-session-bound"
       % (servers.pg_version.split(" on ")[0], settings_line(args), psycopg.__version__))
@@ -445,11 +485,14 @@ def report(rows, args, servers, elapsed):
     w("  put transaction, then a delete transaction; the library leaves each lock's lease to expire after its ttl:")
     w("  the clients revoke those leases after the window, so that etcd's work to revoke them, a raft entry each, lands")
     w("  in no later window and is counted nowhere), and `Lease.refresh()` (a keep-alive round trip).")
-    w("- client CPU: the clients' CPU time (Python, psycopg or grpc) per operation, pg_tenure / etcd%s."
-      % (" (the threads' process, with its other threads)" if args.mode == "thread" else ""))
-    w("- flushes: WAL flushes per operation and the mean time of one, pg_tenure / etcd: `pg_stat_wal`'s wal_sync")
-    w("  and wal_sync_time (`track_wal_io_timing = on`; the WAL writer's flushes under synchronous_commit = off")
-    w("  count within a second), etcd's `etcd_disk_wal_fsync_duration_seconds` (its `/metrics`).")
+    w("- client CPU: the clients' CPU time (Python, psycopg or grpc)%s."
+      % (", of the process whose threads they are" if args.mode == "thread" else ""))
+    w("- server CPU, and waiting for a CPU: the clients' backends' or etcd's threads' time on a CPU and runnable")
+    w("  but waiting for one (`/proc/PID/task/TID/schedstat`); with %d cores shared, the wait is what other work costs."
+      % os.cpu_count())
+    w("- flushes: WAL flushes per operation (the mean time of one, waiting for a CPU after it included):")
+    w("  `pg_stat_wal`'s wal_sync and wal_sync_time (`track_wal_io_timing = on`; the WAL writer's flushes under")
+    w("  synchronous_commit = off count within a second), etcd's `etcd_disk_wal_fsync_duration_seconds` (`/metrics`).")
     w("")
     return "\n".join(out) + "\n"
 
@@ -478,17 +521,17 @@ def parse():
     p.add_argument("--etcd-port", type=int, default=23791, help="client port; the peer port is the next")
     p.add_argument("--conf", help="settings appended to postgresql.conf (bench_settings)")
     p.add_argument("--clients", default="1 8", type=lambda s: [int(x) for x in s.split()])
-    p.add_argument("--windows", type=int, help="rounds of windows (7; --smoke: 1)")
-    p.add_argument("--seconds", type=float, help="seconds per window (2; --smoke: 1)")
-    p.add_argument("--mode", choices=["process", "thread"], default="process", help="what a client is")
+    p.add_argument("--windows", type=int, help="rounds of windows (15; --smoke: 1)")
+    p.add_argument("--seconds", type=float, help="seconds per window (1; --smoke: 1)")
+    p.add_argument("--mode", choices=["process", "thread"], default="thread", help="what a client is")
     p.add_argument("--smoke", action="store_true", help="1 round of 1 s windows")
     p.add_argument("--csv", default="peer.csv")
     p.add_argument("--md", default="peer.md")
     args = p.parse_args()
     if args.windows is None:
-        args.windows = 1 if args.smoke else 7
+        args.windows = 1 if args.smoke else 15
     if args.seconds is None:
-        args.seconds = 1 if args.smoke else 2
+        args.seconds = 1
     return args
 
 

@@ -31,7 +31,7 @@
 # (10), PROFILE_CLIENTS ("1 8"), DDL_SECONDS (5), DDL_RUNS (3),
 # DDL_CHILDREN (5000), SECTIONS, OUT (results directory, kept),
 # TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
-# The peer section: PEER_WINDOWS (7 rounds) and PEER_SECONDS (2 per window).
+# The peer section: PEER_WINDOWS (15 rounds) and PEER_SECONDS (1 per window).
 #
 # Runs as root: installs what it needs, builds and installs pg_tenure, and
 # starts a throwaway cluster owned by the user "tenure".  PG_MAJOR picks
@@ -775,8 +775,8 @@ fi
 # bench/peer.py starts its own cluster (the bench's settings, then
 # synchronous_commit = on) and a local etcd, and stops both.
 if want peer; then
-	peer_windows=${PEER_WINDOWS:-$(dflt 7 1)}
-	peer_s=${PEER_SECONDS:-$(dflt 2 1)}
+	peer_windows=${PEER_WINDOWS:-$(dflt 15 1)}
+	peer_s=${PEER_SECONDS:-1}
 	echo "peer: bench/peer.py, $peer_windows rounds of ${peer_s}s windows, clients: $CLIENTS"
 	cp "$here/peer.py" "$dir"/
 	bench_settings >"$dir/peer.conf"
