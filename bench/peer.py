@@ -235,16 +235,24 @@ class Pool:
             got[idx] = value
         return got
 
-    def window(self, op, clients, seconds):
-        """op with the first `clients` clients for seconds: the operations
-        and the clients' CPU seconds (with threads: this whole process's)."""
-        cpu0 = time.process_time()
+    def start(self, op, clients, seconds):
+        """Have the first `clients` clients run op for seconds from a
+        moment just ahead; return that moment (time.monotonic)."""
         start = time.monotonic() + START_MARGIN
         for i in range(clients):
             self.commands[i].put((op, start, seconds))
+        return start
+
+    def finish(self, clients):
+        """The clients' operations in the window started last, and their
+        CPU seconds (client processes measure their own; 0 for threads)."""
         got = self.collect(clients, "done").values()
-        cpu = time.process_time() - cpu0 if self.threaded else sum(c for _, c in got)
-        return sum(n for n, _ in got), cpu
+        return sum(n for n, _ in got), sum(c for _, c in got)
+
+    def window(self, op, clients, seconds):
+        """op with the first `clients` clients for seconds, unmeasured."""
+        self.start(op, clients, seconds)
+        return self.finish(clients)
 
     def stop(self):
         for q in self.commands:
@@ -385,13 +393,30 @@ def schedstat(pids):
     return run, wait
 
 
+def pause_until(moment):
+    time.sleep(max(0.0, moment - time.monotonic()))
+
+
 def window(pool, servers, op, clients, r, seconds):
     """One measured window: its Row, with the clients' CPU, the serving
-    processes' CPU and wait for a CPU, and the flushes, per operation."""
+    processes' CPU and wait for a CPU, and the flushes, per operation.
+    What can be read at once is read at the window's start and end, so that
+    the clients' work after it (revoking leases) is left out; a backend
+    reports its WAL counters when the client asks, after the window."""
     pids = servers.server_pids(op, [pool.backends[i] for i in range(clients)])
-    f0, s0 = servers.flushes(op), schedstat(pids)
-    n, cpu = pool.window(op, clients, seconds)
-    f1, s1 = servers.flushes(op), schedstat(pids)
+    pg = op.startswith("tenure")
+    f0 = servers.flushes(op) if pg else None
+    start = pool.start(op, clients, seconds)
+    pause_until(start)
+    e0 = None if pg else servers.flushes(op)
+    s0, c0 = schedstat(pids), time.process_time()
+    pause_until(start + seconds)
+    c1, s1 = time.process_time(), schedstat(pids)
+    e1 = None if pg else servers.flushes(op)
+    n, cpu = pool.finish(clients)
+    f0, f1 = (f0, servers.flushes(op)) if pg else (e0, e1)
+    if pool.threaded:
+        cpu = c1 - c0
     if n == 0:
         raise RuntimeError("%s with %d clients: no operation in %s s" % (op, clients, seconds))
     return Row(clients, r, op, n, seconds, n / seconds, cpu * 1e6 / n, (s1[0] - s0[0]) / 1e3 / n,
