@@ -51,8 +51,8 @@ Clients are threads by default: on a machine of 2 cores, 8 client
 processes cost more CPU per operation than 8 threads (separate
 interpreters, grpc's pollers in each), CPU the servers then lack.  The
 threads' Python work stays within a core but for etcd's keep-alive at 8
-clients, which the GIL then holds a third to a half below what processes
-reach (bench/README.md has the measurement).
+clients, which the GIL then holds below what processes reach
+(bench/README.md has the measurement).
 
 --smoke: 1 round of 1 s windows.  Writes one CSV row per window to --csv
 and the report (markdown) to --md; progress goes to stdout.
