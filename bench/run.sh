@@ -17,6 +17,7 @@
 #   ddl          bench/ddl.sh: what the event triggers cost DDL outside
 #                every fenced tree (ddl.md, ddl.csv)
 #   profile      bench/profile.sh: perf profile of acquire + release (profile.txt)
+#   peer         bench/peer.py: pg_tenure beside etcd, Python clients (peer.csv, peer.md)
 # and latest.md (every table) and latest.png (the chart) from what ran.
 #
 # Environment (full run defaults; --smoke shortens them): DURATION (seconds
@@ -30,6 +31,7 @@
 # (10), PROFILE_CLIENTS ("1 8"), DDL_SECONDS (5), DDL_RUNS (3),
 # DDL_CHILDREN (5000), SECTIONS, OUT (results directory, kept),
 # TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
+# The peer section: PEER_WINDOWS (15 rounds) and PEER_SECONDS (1 per window).
 #
 # Runs as root: installs what it needs, builds and installs pg_tenure, and
 # starts a throwaway cluster owned by the user "tenure".  PG_MAJOR picks
@@ -48,7 +50,7 @@ dflt() { if [ -n "$smoke" ]; then echo "$2"; else echo "$1"; fi; }
 DURATION=${DURATION:-$(dflt 4 2)}
 REPEATS=${REPEATS:-$(dflt 3 1)}
 CLIENTS=${CLIENTS:-"1 8"}
-all_sections="fsync scenarios interleaved pairs failover scale ddl profile"
+all_sections="fsync scenarios interleaved pairs failover scale ddl profile peer"
 SECTIONS=${SECTIONS:-$all_sections}
 want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 # OUT: the results stay there; a smoke run's go to a temp dir that is
@@ -76,7 +78,7 @@ phase_done() {
 	t_phase=$now
 }
 
-bench_prepare gnuplot-nox linux-perf
+bench_prepare gnuplot-nox linux-perf etcd-server python3-etcd3 python3-psycopg
 bench_cluster_start 54329
 # the scale section raises it (and max_locks_per_transaction)
 max_leases0=$BENCH_MAX_LEASES
@@ -766,6 +768,24 @@ if want profile; then
 		echo
 	} >"$parts/70_profile.md"
 	phase_done profile
+fi
+
+# ---------------------------------------------------------------- peer
+# pg_tenure beside etcd with Python clients, in alternating windows:
+# bench/peer.py starts its own cluster (the bench's settings, then
+# synchronous_commit = on) and a local etcd, and stops both.
+if want peer; then
+	peer_windows=${PEER_WINDOWS:-$(dflt 15 1)}
+	peer_s=${PEER_SECONDS:-1}
+	echo "peer: bench/peer.py, $peer_windows rounds of ${peer_s}s windows, clients: $CLIENTS"
+	cp "$here/peer.py" "$dir"/
+	bench_settings >"$dir/peer.conf"
+	chown "$BENCH_USER": "$dir/peer.py" "$dir/peer.conf"
+	as_user /usr/bin/python3 "$dir/peer.py" --bindir "$PG_BIN" --port 54335 --conf "$dir/peer.conf" \
+		--clients "$CLIENTS" --windows "$peer_windows" --seconds "$peer_s" --csv "$dir/peer.csv" --md "$dir/peer.md"
+	cp "$dir/peer.csv" "$dir/peer.md" "$out"/
+	cp "$dir/peer.md" "$parts/75_peer.md"
+	phase_done peer
 fi
 
 # ---------------------------------------------------------------- report
