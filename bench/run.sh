@@ -78,7 +78,12 @@ phase_done() {
 	t_phase=$now
 }
 
-bench_prepare gnuplot-nox linux-perf etcd-server python3-etcd3 python3-psycopg
+peer_packages=(etcd-server python3-etcd3 python3-psycopg)
+bench_prepare gnuplot-nox linux-perf "${peer_packages[@]}"
+# the peer section runs last: find out now if what it needs is missing
+if want peer; then
+	bench_require_packages "${peer_packages[@]}"
+fi
 bench_cluster_start 54329
 # the scale section raises it (and max_locks_per_transaction)
 max_leases0=$BENCH_MAX_LEASES
