@@ -21,10 +21,32 @@
  *                   candidate, then a fixed hold-off of HOLDOFF_MS, the
  *                   usual hand-rolled design scaled down by 100 (5 s renew,
  *                   30 s hold-off become 50 ms and 300 ms).
+ *   MODE floor      PostgreSQL's own floor beside holdoff0, trial by trial
+ *                   in the same run: a candidate blocked in
+ *                   pg_advisory_lock(k) while the holder's backend (which
+ *                   holds k) is terminated, and pg_tenure's holdoff0 with
+ *                   synchronous_commit off and on (the candidate's and
+ *                   the holder's sessions); each round runs the three
+ *                   once, the order rotated from round to round.  The time
+ *                   from terminating the holder to the candidate's call
+ *                   returning.  TRIALS rounds.
+ *   MODE first      a new connection's first acquire + release against a
+ *                   warm one's, taking turns: each trial connects, times
+ *                   its first tenure.acquire and tenure.release and then a
+ *                   second pair on the same connection, then a pair on a
+ *                   connection kept across trials.
  *
  * Connection parameters come from the PG* environment.  Prints one line
  * per trial ("trial N ms") and a summary line:
  *   MODE n=N p50=.. p99=.. max=.. (milliseconds)
+ * floor prints a summary line per kind, the last three lines:
+ *   floor advisory n=N p50=.. p99=.. max=..
+ *   floor tenure_off n=N p50=.. p99=.. max=.. p50_ratio=.. p99_ratio=..
+ *   floor tenure_on ...
+ * (ratio: pg_tenure's percentile / the advisory waiter's); first prints
+ * one per step, the last five lines:
+ *   first connect|first_acquire|first_release|second_acquire|warm_acquire
+ *         n=N p50=.. p99=.. max=..
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +58,34 @@
 
 #define TODAY_RENEW_MS		50
 #define TODAY_HOLDOFF_MS	300
+/* the floor's advisory lock (today's trials take 424242) */
+#define FLOOR_KEY			"424243"
+
+/* the kinds of a floor round, in the order of its first round */
+typedef enum FloorKind
+{
+	FLOOR_ADVISORY,
+	FLOOR_TENURE_OFF,
+	FLOOR_TENURE_ON,
+	FLOOR_KINDS
+} FloorKind;
+
+static const char *const floor_names[FLOOR_KINDS] = {"advisory", "tenure_off", "tenure_on"};
+
+/* the steps a trial of mode first times */
+typedef enum FirstStep
+{
+	FIRST_CONNECT,
+	FIRST_ACQUIRE,
+	FIRST_RELEASE,
+	FIRST_SECOND_ACQUIRE,
+	FIRST_WARM_ACQUIRE,
+	FIRST_STEPS
+} FirstStep;
+
+static const char *const first_names[FIRST_STEPS] = {
+	"connect", "first_acquire", "first_release", "second_acquire", "warm_acquire"
+};
 
 static double
 now_ms(void)
@@ -80,7 +130,10 @@ query1(PGconn *conn, const char *sql)
 	return value;
 }
 
-/* Wait, with a deadline, until backend pid sleeps in pg_tenure's wait. */
+/*
+ * Wait, with a deadline, until backend pid sleeps in a wait of event_type
+ * ("Extension": pg_tenure's; "Lock": a heavyweight lock's).
+ */
 static void
 wait_asleep(PGconn *mon, int pid, const char *event_type)
 {
@@ -110,6 +163,208 @@ cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * Sort the n values of v and print "LABEL n=N p50=.. p99=.. max=..",
+ * without the newline; *p50 and *p99 get the percentiles.
+ */
+static void
+summarize(const char *label, double *v, int n, double *p50, double *p99)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	*p50 = v[n / 2];
+	*p99 = v[(int) ((n - 1) * 0.99)];
+	printf("%s n=%d p50=%.3f p99=%.3f max=%.3f", label, n, *p50, *p99, v[n - 1]);
+}
+
+/*
+ * Send sql on cand, wait until its backend sleeps (wait_event_type
+ * event_type), terminate the holder's backend and return the milliseconds
+ * from the termination to cand's call returning a value.
+ */
+static double
+time_takeover(PGconn *mon, PGconn *cand, int holder_pid, const char *sql,
+			  const char *event_type)
+{
+	char		kill[64];
+	double		t_kill;
+	double		t_got;
+	PGresult   *res;
+
+	if (!PQsendQuery(cand, sql))
+	{
+		fprintf(stderr, "failover: %s", PQerrorMessage(cand));
+		exit(1);
+	}
+	wait_asleep(mon, PQbackendPID(cand), event_type);
+	snprintf(kill, sizeof(kill), "SELECT pg_terminate_backend(%d)", holder_pid);
+	t_kill = now_ms();
+	query1(mon, kill);
+	res = PQgetResult(cand);
+	t_got = now_ms();
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+		PQgetisnull(res, 0, 0))
+	{
+		fprintf(stderr, "failover: candidate's %s failed: %s", sql, PQerrorMessage(cand));
+		exit(1);
+	}
+	PQclear(res);
+	while ((res = PQgetResult(cand)) != NULL)
+		PQclear(res);
+	return t_got - t_kill;
+}
+
+/*
+ * One trial of mode floor: a new holder takes the advisory lock or a
+ * session-bound tenure, cand waits for it, the holder's backend is
+ * terminated.  Returns the milliseconds until cand has it.
+ */
+static double
+floor_trial(PGconn *mon, PGconn *cand, FloorKind kind)
+{
+	PGconn	   *holder = connect_or_die();
+	int			holder_pid = PQbackendPID(holder);
+	double		ms;
+
+	if (kind == FLOOR_ADVISORY)
+	{
+		query1(holder, "SELECT pg_advisory_lock(" FLOOR_KEY ")");
+		ms = time_takeover(mon, cand, holder_pid,
+						   "SELECT pg_advisory_lock(" FLOOR_KEY ")", "Lock");
+		if (strcmp(query1(cand, "SELECT pg_advisory_unlock(" FLOOR_KEY ")"), "t") != 0)
+		{
+			fprintf(stderr, "failover: candidate did not hold the advisory lock\n");
+			exit(1);
+		}
+	}
+	else
+	{
+		const char *set = kind == FLOOR_TENURE_OFF ?
+			"SET synchronous_commit = off" : "SET synchronous_commit = on";
+
+		query1(holder, set);
+		query1(cand, set);
+		if (query1(holder, "SELECT tenure.acquire('bench-failover', 'holder', session_bound => true)")[0] == '\0')
+		{
+			fprintf(stderr, "failover: holder did not acquire\n");
+			exit(1);
+		}
+		ms = time_takeover(mon, cand, holder_pid,
+						   "SELECT tenure.acquire('bench-failover', 'candidate', wait => '30 s')",
+						   "Extension");
+		query1(cand, "SELECT tenure.release('bench-failover', 'candidate')");
+	}
+	PQfinish(holder);
+	return ms;
+}
+
+/*
+ * Mode floor: rounds of the three kinds, the order rotated each round;
+ * prints every trial and a summary line per kind, with pg_tenure's
+ * percentiles over the advisory waiter's.
+ */
+static void
+run_floor(PGconn *mon, PGconn *cand, int rounds)
+{
+	double	   *ms[FLOOR_KINDS];
+	double		p50[FLOOR_KINDS];
+	double		p99[FLOOR_KINDS];
+	int			r;
+	int			k;
+
+	for (k = 0; k < FLOOR_KINDS; k++)
+		ms[k] = calloc(rounds, sizeof(double));
+	for (r = 0; r < rounds; r++)
+	{
+		for (k = 0; k < FLOOR_KINDS; k++)
+		{
+			FloorKind	kind = (FloorKind) ((r + k) % FLOOR_KINDS);
+
+			ms[kind][r] = floor_trial(mon, cand, kind);
+			printf("trial %d %s %.3f ms\n", r + 1, floor_names[kind], ms[kind][r]);
+		}
+	}
+	for (k = 0; k < FLOOR_KINDS; k++)
+	{
+		char		label[32];
+
+		snprintf(label, sizeof(label), "floor %s", floor_names[k]);
+		summarize(label, ms[k], rounds, &p50[k], &p99[k]);
+		if (k != FLOOR_ADVISORY)
+			printf(" p50_ratio=%.3f p99_ratio=%.3f", p50[k] / p50[FLOOR_ADVISORY],
+				   p99[k] / p99[FLOOR_ADVISORY]);
+		printf("\n");
+	}
+	for (k = 0; k < FLOOR_KINDS; k++)
+		free(ms[k]);
+}
+
+/* Milliseconds that sql takes on conn; it must return a value. */
+static double
+timed1(PGconn *conn, const char *sql)
+{
+	double		t0 = now_ms();
+
+	if (query1(conn, sql)[0] == '\0')
+	{
+		fprintf(stderr, "failover: %s returned nothing\n", sql);
+		exit(1);
+	}
+	return now_ms() - t0;
+}
+
+#define FIRST_ACQUIRE_SQL "SELECT tenure.acquire('bench-failover', 'h')"
+#define FIRST_RELEASE_SQL "SELECT tenure.release('bench-failover', 'h')"
+
+/*
+ * Mode first: a new connection's first acquire and release, its second
+ * acquire, then a connection kept across trials; prints every trial and a
+ * summary line per step.
+ */
+static void
+run_first(int trials)
+{
+	double	   *ms[FIRST_STEPS];
+	double		p50;
+	double		p99;
+	PGconn	   *warm = connect_or_die();
+	int			i;
+	int			k;
+
+	for (k = 0; k < FIRST_STEPS; k++)
+		ms[k] = calloc(trials, sizeof(double));
+	/* warm up the kept connection */
+	timed1(warm, FIRST_ACQUIRE_SQL);
+	timed1(warm, FIRST_RELEASE_SQL);
+	for (i = 0; i < trials; i++)
+	{
+		double		t0 = now_ms();
+		PGconn	   *conn = connect_or_die();
+
+		ms[FIRST_CONNECT][i] = now_ms() - t0;
+		ms[FIRST_ACQUIRE][i] = timed1(conn, FIRST_ACQUIRE_SQL);
+		ms[FIRST_RELEASE][i] = timed1(conn, FIRST_RELEASE_SQL);
+		ms[FIRST_SECOND_ACQUIRE][i] = timed1(conn, FIRST_ACQUIRE_SQL);
+		timed1(conn, FIRST_RELEASE_SQL);
+		PQfinish(conn);
+		ms[FIRST_WARM_ACQUIRE][i] = timed1(warm, FIRST_ACQUIRE_SQL);
+		timed1(warm, FIRST_RELEASE_SQL);
+		printf("trial %d", i + 1);
+		for (k = 0; k < FIRST_STEPS; k++)
+			printf(" %s %.3f", first_names[k], ms[k][i]);
+		printf(" ms\n");
+	}
+	for (k = 0; k < FIRST_STEPS; k++)
+	{
+		char		label[32];
+
+		snprintf(label, sizeof(label), "first %s", first_names[k]);
+		summarize(label, ms[k], trials, &p50, &p99);
+		printf("\n");
+		free(ms[k]);
+	}
+	PQfinish(warm);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -124,7 +379,7 @@ main(int argc, char **argv)
 
 	if (argc < 3)
 	{
-		fprintf(stderr, "usage: failover holdoff0|automatic|defaults|today TRIALS [TTL_MS]\n");
+		fprintf(stderr, "usage: failover holdoff0|automatic|defaults|today|floor|first TRIALS [TTL_MS]\n");
 		return 2;
 	}
 	mode = argv[1];
@@ -141,8 +396,20 @@ main(int argc, char **argv)
 		query1(mon, "SELECT tenure.drop_lease(lease) FROM tenure.leases WHERE lease = 'bench-failover'");
 		snprintf(sql, sizeof(sql),
 				 "SELECT tenure.create_lease('bench-failover', ttl => '%d ms', holdoff => %s)",
-				 ttl_ms, strcmp(mode, "holdoff0") == 0 ? "'0'" : "NULL");
+				 ttl_ms, strcmp(mode, "automatic") == 0 || strcmp(mode, "defaults") == 0 ? "NULL" : "'0'");
 		query1(mon, sql);
+	}
+	if (strcmp(mode, "floor") == 0 || strcmp(mode, "first") == 0)
+	{
+		if (strcmp(mode, "floor") == 0)
+			run_floor(mon, cand, trials);
+		else
+			run_first(trials);
+		query1(mon, "SELECT tenure.drop_lease('bench-failover')");
+		PQfinish(cand);
+		PQfinish(mon);
+		free(ms);
+		return 0;
 	}
 
 	for (i = 0; i < trials; i++)

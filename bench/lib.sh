@@ -33,6 +33,21 @@ bench_prepare() {
 	fi
 }
 
+# bench_require_packages PACKAGE...: stop at once, naming those of the
+# given Debian packages that are not installed (under TENURE_SKIP_APT the
+# caller installs them: a section must not fail on it halfway through)
+bench_require_packages() {
+	local p missing=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q ' installed$' || missing+=("$p")
+	done
+	if [ "${#missing[@]}" -gt 0 ]; then
+		echo "$(basename "$0"): Debian packages missing: ${missing[*]}" >&2
+		echo "$(basename "$0"): install them (TENURE_SKIP_APT is set), or leave out the section that needs them (SECTIONS)" >&2
+		exit 2
+	fi
+}
+
 as_user() { runuser -u "$BENCH_USER" -- "$@"; }
 
 # The settings of every bench cluster.  The scale section of run.sh raises

@@ -17,6 +17,7 @@
 #   ddl          bench/ddl.sh: what the event triggers cost DDL outside
 #                every fenced tree (ddl.md, ddl.csv)
 #   profile      bench/profile.sh: perf profile of acquire + release (profile.txt)
+#   peer         bench/peer.py: pg_tenure beside etcd, Python clients (peer.csv, peer.md)
 # and latest.md (every table) and latest.png (the chart) from what ran.
 #
 # Environment (full run defaults; --smoke shortens them): DURATION (seconds
@@ -24,12 +25,13 @@
 # 2; 0 skips), MIXES and MIX_SECONDS (interleaved runs, 5 of 3 s per group
 # and client count), PAIRS and PAIR_SECONDS (6 of 3 s), FAILOVER_TRIALS
 # (200), FAILOVER_TTL_MS (500), DEFAULTS_TRIALS (20), DEFAULTS_TTL_MS
-# (1500), TODAY_TRIALS (30), SCALE_MAX (100000), SCALE_FEW (10),
+# (1500), TODAY_TRIALS (30), FLOOR_TRIALS (150), FIRST_TRIALS (40), SCALE_MAX (100000), SCALE_FEW (10),
 # SCALE_ACQUIRE_BATCH (1000), SCALE_LOOP (1000), SCALE_LOCK_HEADROOM
 # (1000), KEEPER_IDLE_SECONDS (20), KEEPER_RENEW_RATE (100), PROFILE_SECONDS
 # (10), PROFILE_CLIENTS ("1 8"), DDL_SECONDS (5), DDL_RUNS (3),
 # DDL_CHILDREN (5000), SECTIONS, OUT (results directory, kept),
 # TENURE_SKIP_APT, TENURE_SKIP_INSTALL.
+# The peer section: PEER_WINDOWS (15 rounds) and PEER_SECONDS (1 per window).
 #
 # Runs as root: installs what it needs, builds and installs pg_tenure, and
 # starts a throwaway cluster owned by the user "tenure".  PG_MAJOR picks
@@ -48,7 +50,7 @@ dflt() { if [ -n "$smoke" ]; then echo "$2"; else echo "$1"; fi; }
 DURATION=${DURATION:-$(dflt 4 2)}
 REPEATS=${REPEATS:-$(dflt 3 1)}
 CLIENTS=${CLIENTS:-"1 8"}
-all_sections="fsync scenarios interleaved pairs failover scale ddl profile"
+all_sections="fsync scenarios interleaved pairs failover scale ddl profile peer"
 SECTIONS=${SECTIONS:-$all_sections}
 want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 # OUT: the results stay there; a smoke run's go to a temp dir that is
@@ -76,7 +78,12 @@ phase_done() {
 	t_phase=$now
 }
 
-bench_prepare gnuplot-nox linux-perf
+peer_packages=(etcd-server python3-etcd3 python3-psycopg)
+bench_prepare gnuplot-nox linux-perf "${peer_packages[@]}"
+# the peer section runs last: find out now if what it needs is missing
+if want peer; then
+	bench_require_packages "${peer_packages[@]}"
+fi
 bench_cluster_start 54329
 # the scale section raises it (and max_locks_per_transaction)
 max_leases0=$BENCH_MAX_LEASES
@@ -392,18 +399,37 @@ if want failover; then
 	# default ttl of 15 s: every trial takes up to a ttl
 	defaults_trials=${DEFAULTS_TRIALS:-$(dflt 20 3)}
 	defaults_ttl=${DEFAULTS_TTL_MS:-1500}
+	# rounds of PostgreSQL's floor beside holdoff0 (three trials each), and
+	# new connections' first calls
+	floor_trials=${FLOOR_TRIALS:-$(dflt 150 10)}
+	first_trials=${FIRST_TRIALS:-$(dflt 40 5)}
 	echo "failover: $failover_trials trials each"
-	fo() { as_user env PGHOST=$dir PGPORT=$port PGDATABASE=postgres "$dir/failover" "$@" | tail -1; }
-	f_h0=$(fo holdoff0 "$failover_trials")
-	f_auto=$(fo automatic "$failover_trials" "$failover_ttl")
-	f_defaults=$(fo defaults "$defaults_trials" "$defaults_ttl")
-	f_today=$(fo today "$today_trials")
+	# fo LINES MODE ARGS...: the summary lines of a failover run
+	fo() {
+		local n=$1
+		shift
+		as_user env PGHOST=$dir PGPORT=$port PGDATABASE=postgres "$dir/failover" "$@" | tail -"$n"
+	}
+	f_h0=$(fo 1 holdoff0 "$failover_trials")
+	f_auto=$(fo 1 automatic "$failover_trials" "$failover_ttl")
+	f_defaults=$(fo 1 defaults "$defaults_trials" "$defaults_ttl")
+	f_today=$(fo 1 today "$today_trials")
+	f_floor=$(fo 3 floor "$floor_trials")
+	f_first=$(fo 5 first "$first_trials")
 	echo "  $f_h0"; echo "  $f_auto"; echo "  $f_defaults"; echo "  $f_today"
+	echo "$f_floor" | sed 's/^/  /'; echo "$f_first" | sed 's/^/  /'
 	field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
+	# floor KIND / first STEP: that line of the floor or first run
+	floor_line() { echo "$f_floor" | awk -v k="$1" '$2==k'; }
+	first_line() { echo "$f_first" | awk -v k="$1" '$2==k'; }
 	{
 		echo "mode,trials,p50_ms,p99_ms,max_ms"
 		for r in "$f_h0" "$f_auto" "$f_defaults" "$f_today"; do
 			echo "$(echo "$r" | cut -d' ' -f1),$(field "$r" n),$(field "$r" p50),$(field "$r" p99),$(field "$r" max)"
+		done
+		# floor_advisory, floor_tenure_off, ...; first_connect, first_first_acquire, ...
+		echo "$f_floor"$'\n'"$f_first" | while read -r r; do
+			echo "$(echo "$r" | cut -d' ' -f1-2 | tr ' ' _),$(field "$r" n),$(field "$r" p50),$(field "$r" p99),$(field "$r" max)"
 		done
 	} >"$out/failover.csv"
 	{
@@ -418,6 +444,34 @@ if want failover; then
 		echo "| pg_tenure, automatic hold-off, ttl $failover_ttl ms | $(field "$f_auto" n) | $(field "$f_auto" p50) | $(field "$f_auto" p99) | $(field "$f_auto" max) | predecessor's last renewal + ttl -> candidate leads |"
 		echo "| pg_tenure, the defaults (automatic hold-off), ttl $defaults_ttl ms, renewed every ttl/3, holder killed at a random point | $(field "$f_defaults" n) | $(field "$f_defaults" p50) | $(field "$f_defaults" p99) | $(field "$f_defaults" max) | holder terminated -> candidate's await_active returns; at the default ttl of 15 s x10 |"
 		echo "| today: advisory lock polled every 50 ms + fixed 300 ms hold-off (1/100 scale) | $(field "$f_today" n) | $(field "$f_today" p50) | $(field "$f_today" p99) | $(field "$f_today" max) | holder terminated -> candidate leads; at full scale (5 s, 30 s) x100 |"
+		echo
+		echo "Against PostgreSQL's own floor, in the same run (\`failover floor\`): a candidate blocked in"
+		echo "\`pg_advisory_lock(k)\` while the holder's backend, which holds k, is terminated, taking turns trial by trial"
+		echo "with pg_tenure's holdoff 0 under synchronous_commit off and on (the order rotated every round); from"
+		echo "terminating the holder to the candidate's call returning. Ratio: pg_tenure's percentile / the floor's."
+		echo
+		echo "| candidate | trials | p50 | p99 | max | p50 / floor | p99 / floor |"
+		echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+		for k in advisory tenure_off tenure_on; do
+			r=$(floor_line "$k")
+			case $k in
+				advisory) name="\`pg_advisory_lock(k)\` waiter (the floor)" ;;
+				tenure_off) name="pg_tenure, holdoff 0, synchronous_commit off" ;;
+				tenure_on) name="pg_tenure, holdoff 0, synchronous_commit on" ;;
+			esac
+			echo "| $name | $(field "$r" n) | $(field "$r" p50) | $(field "$r" p99) | $(field "$r" max) | $(field "$r" p50_ratio) | $(field "$r" p99_ratio) |"
+		done
+		echo
+		echo "A new connection's first call (\`failover first\`): each trial connects, times its first"
+		echo "\`tenure.acquire\` and \`tenure.release\` and a second acquire, then an acquire on a connection kept"
+		echo "across trials (not session-bound, synchronous_commit off)."
+		echo
+		echo "| step | trials | p50 | p99 | max |"
+		echo "| --- | ---: | ---: | ---: | ---: |"
+		for k in connect first_acquire first_release second_acquire warm_acquire; do
+			r=$(first_line "$k")
+			echo "| $k | $(field "$r" n) | $(field "$r" p50) | $(field "$r" p99) | $(field "$r" max) |"
+		done
 		echo
 	} >"$parts/50_failover.md"
 	phase_done failover
@@ -766,6 +820,24 @@ if want profile; then
 		echo
 	} >"$parts/70_profile.md"
 	phase_done profile
+fi
+
+# ---------------------------------------------------------------- peer
+# pg_tenure beside etcd with Python clients, in alternating windows:
+# bench/peer.py starts its own cluster (the bench's settings, then
+# synchronous_commit = on) and a local etcd, and stops both.
+if want peer; then
+	peer_windows=${PEER_WINDOWS:-$(dflt 15 1)}
+	peer_s=${PEER_SECONDS:-1}
+	echo "peer: bench/peer.py, $peer_windows rounds of ${peer_s}s windows, clients: $CLIENTS"
+	cp "$here/peer.py" "$dir"/
+	bench_settings >"$dir/peer.conf"
+	chown "$BENCH_USER": "$dir/peer.py" "$dir/peer.conf"
+	as_user /usr/bin/python3 "$dir/peer.py" --bindir "$PG_BIN" --port 54335 --conf "$dir/peer.conf" \
+		--clients "$CLIENTS" --windows "$peer_windows" --seconds "$peer_s" --csv "$dir/peer.csv" --md "$dir/peer.md"
+	cp "$dir/peer.csv" "$dir/peer.md" "$out"/
+	cp "$dir/peer.md" "$parts/75_peer.md"
+	phase_done peer
 fi
 
 # ---------------------------------------------------------------- report
