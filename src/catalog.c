@@ -463,12 +463,7 @@ tenure_load_committed(const char *name, TenureRow *row, bool missing_ok,
 	"  AND h.issued_sysid OPERATOR(pg_catalog.=) $3" \
 	"  AND (COALESCE(h.open_tli, h.issued_tli) OPERATOR(pg_catalog.<>) $4" \
 	"   OR (h.issued_tli OPERATOR(pg_catalog.<>) $4 AND h.boot_id OPERATOR(pg_catalog.=) $2))," \
-	" h.holder, h.epoch, h.started," \
-	" EXISTS (SELECT FROM tenure.lease l" \
-	"  WHERE l.name OPERATOR(pg_catalog.=) $1 AND CASE" \
-	"   WHEN l.issued_sysid IS NULL THEN $4 OPERATOR(pg_catalog.>) 1" \
-	"   ELSE l.issued_sysid OPERATOR(pg_catalog.<>) $3" \
-	"    OR l.issued_tli OPERATOR(pg_catalog.<>) $4 END)" \
+	" h.holder, h.epoch, h.started" \
 	" FROM (SELECT) one LEFT JOIN LATERAL (SELECT * FROM tenure.history" \
 	"  WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC LIMIT 1) h ON true"
 
@@ -504,11 +499,15 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 	carry->kind = (!isnull && DatumGetBool(d)) ?
 		TENURE_CARRY_RESTART : TENURE_CARRY_NONE;
 	if (carry->kind == TENURE_CARRY_NONE)
+	{
+		/* a holder released into a bound that a restart forgot (P3) */
+		if (!in_recovery && tenure_carry_promotion() == TENURE_PROMOTION_NONE &&
+			tenure_promotion_recent(tenure_ready_time()))
+			carry->kind = TENURE_CARRY_PROMOTED;
 		return;
+	}
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	candidate = !isnull && DatumGetBool(d);
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
-	carry->before_timeline = !isnull && DatumGetBool(d);
 	carry->epoch = tenure_spi_int8(4, &isnull);
 	memset(&chain, 0, sizeof(chain));
 	if (!isnull)
@@ -538,8 +537,7 @@ tenure_carry_of(const char *name, const TenureRow *row, TenureCarry *carry,
 			break;
 		case TENURE_PROMOTION_NONE:
 			/* a restart soon after a promotion keeps its bound (P3) */
-			if (carry->before_timeline &&
-				tenure_promotion_recent(tenure_ready_time()))
+			if (tenure_promotion_recent(tenure_ready_time()))
 				carry->kind = TENURE_CARRY_PROMOTED;
 			break;
 		default:

@@ -170,11 +170,13 @@ tenure_tenure_of_cmp(const void *a, const void *b)
 
 /*
  * As the keeper exits on SIGTERM (at a clean shutdown, before the shutdown
- * checkpoint), write to the WAL the tenures live in shared memory, so that
- * a promotion that continues them leaves out those that ended here
+ * checkpoint; or terminated while the server runs), write to the WAL the
+ * tenures live in shared memory, each with how long it has to live, so
+ * that a promotion that continues them leaves out those that ended here
  * (src/README, P5): the live entries, and the tenures that this server's
  * own promotion continued, that no backend has loaded since and whose ttl
- * from this server's ready time has not passed.
+ * from this server's ready time has not passed; and how long a primary
+ * this server replaced without the proof may still serve (P3).
  */
 static void
 tenure_keeper_log_live(void)
@@ -202,6 +204,7 @@ tenure_keeper_log_live(void)
 		live[n].dbid = known[i].dbid;
 		live[n].epoch = known[i].epoch;
 		live[n].ttl_us = known[i].ttl_us;
+		live[n].remaining_us = known[i].remaining_us;
 		n++;
 	}
 	for (i = 0; i < ncarried; i++)
@@ -213,9 +216,14 @@ tenure_keeper_log_live(void)
 		if (ready + carried[i].ttl_us > now &&
 			bsearch(&key, known, nknown, sizeof(TenureTenureOf),
 					tenure_tenure_of_cmp) == NULL)
-			live[n++] = carried[i];
+		{
+			live[n] = carried[i];
+			live[n].remaining_us = ready + carried[i].ttl_us - now;
+			n++;
+		}
 	}
-	tenure_promotion_log_live(live, n);
+	tenure_promotion_log_live(live, n,
+							  tenure_promotion_demotion_left(ready, now));
 	ereport(LOG,
 			(errmsg_plural("pg_tenure keeper exiting with %d live tenure",
 						   "pg_tenure keeper exiting with %d live tenures",

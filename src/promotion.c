@@ -60,13 +60,24 @@
 
 /* the prefix of the logical message of live tenures, and its header */
 #define TENURE_LIVE_PREFIX	"pg_tenure.live"
-#define TENURE_LIVE_VERSION	1
+#define TENURE_LIVE_VERSION	2
 
 typedef struct TenureLiveHeader
 {
 	uint32		version;
 	int32		count;			/* TenureLive entries after the header */
+	TimestampTz written;		/* when, on the old primary's clock */
+	int64		demotion_left_us;	/* how long an earlier primary, replaced
+									 * without the proof, may still serve */
 } TenureLiveHeader;
+
+/* what a record is, for tenure_promotion_find_live() */
+typedef enum TenureLiveFound
+{
+	TENURE_LIVE_NOT_LIST,
+	TENURE_LIVE_LIST,
+	TENURE_LIVE_LOST			/* a list, but it proves nothing */
+} TenureLiveFound;
 
 /*
  * How far back from the shutdown checkpoint the list is looked for: what
@@ -249,13 +260,41 @@ tenure_promotion_carried(int *count)
 }
 
 /*
+ * How long, from now, a primary that this server replaced without the
+ * proof may still serve its holders (P3): after such a promotion in this
+ * run, until ready + tenure.demotion_bound; after a restart soon after a
+ * promotion (tenure_promotion_recent()), until that promotion +
+ * tenure.demotion_bound; otherwise 0.  Goes into the list of live tenures,
+ * whose promotion then counts as without the proof (P5).
+ */
+int64
+tenure_promotion_demotion_left(int64 ready_mono, int64 now_mono)
+{
+	int64		bound_us = (int64) tenure_demotion_bound * 1000;
+
+	switch (tenure_promotion_state(NULL))
+	{
+		case TENURE_PROMOTION_LOST:
+			return Max(ready_mono + bound_us - now_mono, 0);
+		case TENURE_PROMOTION_NONE:
+			if (tenure_promotion->promoted_at == 0)
+				return 0;
+			return Max(TimestampTzPlusMilliseconds(tenure_promotion->promoted_at,
+												   tenure_demotion_bound) -
+					   GetCurrentTimestamp(), 0);
+		default:
+			return 0;
+	}
+}
+
+/*
  * Write the live tenures to the WAL and flush it: the keeper, as it exits
  * on a primary.  At a clean shutdown the postmaster waits for every
  * background worker to exit before the checkpointer writes the shutdown
  * checkpoint, so the message comes before it.  Sorts live in place.
  */
 void
-tenure_promotion_log_live(TenureLive *live, int count)
+tenure_promotion_log_live(TenureLive *live, int count, int64 demotion_left_us)
 {
 	TenureLiveHeader header;
 	StringInfoData buf;
@@ -264,6 +303,8 @@ tenure_promotion_log_live(TenureLive *live, int count)
 	qsort(live, count, sizeof(TenureLive), tenure_live_cmp);
 	header.version = TENURE_LIVE_VERSION;
 	header.count = count;
+	header.written = GetCurrentTimestamp();
+	header.demotion_left_us = demotion_left_us;
 	initStringInfo(&buf);
 	appendBinaryStringInfo(&buf, (char *) &header, sizeof(header));
 	appendBinaryStringInfo(&buf, (char *) live, sizeof(TenureLive) * count);
@@ -338,23 +379,31 @@ tenure_promotion_clean_end(XLogReaderState *reader, TimeLineID tli,
 }
 
 /*
- * If the record just read is the old primary's list of live tenures, copy
- * it into shared memory and return true.  A message of the same prefix
- * from a session (a database of its own) is not, and is passed over.  A list that does not fit
- * (this server has a smaller tenure.max_leases) counts as none.
+ * Whether the record just read is the old primary's list of live tenures.
+ * A message of the same prefix from a session (a database of its own) is
+ * not, and is passed over.  A list is copied into shared memory without
+ * the tenures that had less to live than the time from the list to the
+ * shutdown checkpoint at ckpt_time (both by the old primary's clock, the
+ * checkpoint's to the second): the keeper writes it as it exits, which is
+ * not always at the shutdown (P5).  It proves nothing if an earlier
+ * primary may still serve (P3), if that time is negative (the clock went
+ * back), or if it does not fit this server's tenure.max_leases.
  */
-static bool
-tenure_promotion_take_live(XLogReaderState *reader)
+static TenureLiveFound
+tenure_promotion_take_live(XLogReaderState *reader, pg_time_t ckpt_time)
 {
 	xl_logical_message xlrec;
 	TenureLiveHeader header;
 	char	   *data = XLogRecGetData(reader);
 	Size		len = XLogRecGetDataLen(reader);
+	TenureLive *live;
+	int64		elapsed;
+	int			i;
 
 	if (XLogRecGetRmid(reader) != RM_LOGICALMSG_ID ||
 		(XLogRecGetInfo(reader) & ~XLR_INFO_MASK) != XLOG_LOGICAL_MESSAGE ||
 		len < SizeOfLogicalMessage)
-		return false;
+		return TENURE_LIVE_NOT_LIST;
 	memcpy(&xlrec, data, SizeOfLogicalMessage);
 	/* the keeper has no database: pg_logical_emit_message() cannot pass */
 	if (xlrec.transactional || OidIsValid(xlrec.dbId) ||
@@ -362,17 +411,28 @@ tenure_promotion_take_live(XLogReaderState *reader)
 		len < SizeOfLogicalMessage + xlrec.prefix_size + sizeof(header) ||
 		memcmp(data + SizeOfLogicalMessage, TENURE_LIVE_PREFIX,
 			   sizeof(TENURE_LIVE_PREFIX)) != 0)
-		return false;
+		return TENURE_LIVE_NOT_LIST;
 	data += SizeOfLogicalMessage + xlrec.prefix_size;
 	memcpy(&header, data, sizeof(header));
 	if (header.version != TENURE_LIVE_VERSION || header.count < 0 ||
 		header.count > tenure_max_leases ||
 		xlrec.message_size != sizeof(header) + sizeof(TenureLive) * (Size) header.count)
-		return false;
-	memcpy(tenure_promotion->live, data + sizeof(header),
-		   sizeof(TenureLive) * header.count);
-	tenure_promotion->nlive = header.count;
-	return true;
+		return TENURE_LIVE_LOST;
+	elapsed = time_t_to_timestamptz(ckpt_time) + USECS_PER_SEC - header.written;
+	if (header.demotion_left_us > 0 || elapsed < 0)
+		return TENURE_LIVE_LOST;
+
+	live = (TenureLive *) (data + sizeof(header));
+	tenure_promotion->nlive = 0;
+	for (i = 0; i < header.count; i++)
+	{
+		TenureLive	t;
+
+		memcpy(&t, &live[i], sizeof(TenureLive));
+		if (t.remaining_us > elapsed)
+			tenure_promotion->live[tenure_promotion->nlive++] = t;
+	}
+	return TENURE_LIVE_LIST;
 }
 
 /*
@@ -387,8 +447,10 @@ static bool
 tenure_promotion_find_live(XLogReaderState *reader)
 {
 	XLogRecPtr	prev = XLogRecGetPrev(reader);
+	CheckPoint	checkpoint;
 	int			i;
 
+	memcpy(&checkpoint, XLogRecGetData(reader), sizeof(CheckPoint));
 	for (i = 0; i < TENURE_LIVE_MAX_RECORDS; i++)
 	{
 		uint8		info;
@@ -396,8 +458,18 @@ tenure_promotion_find_live(XLogReaderState *reader)
 		if (XLogRecPtrIsInvalid(prev) ||
 			tenure_promotion_read(reader, prev, false) == NULL)
 			break;
-		if (tenure_promotion_take_live(reader))
-			return true;
+		switch (tenure_promotion_take_live(reader, checkpoint.time))
+		{
+			case TENURE_LIVE_LIST:
+				return true;
+			case TENURE_LIVE_LOST:
+				ereport(LOG,
+						(errmsg("pg_tenure: the old primary's list of live tenures proves nothing"),
+						 errdetail("An earlier primary replaced without the proof may still serve, or the list does not fit tenure.max_leases, or the old primary's clock went back.")));
+				return false;
+			case TENURE_LIVE_NOT_LIST:
+				break;
+		}
 		info = XLogRecGetInfo(reader) & ~XLR_INFO_MASK;
 		if (XLogRecGetRmid(reader) == RM_XLOG_ID &&
 			(info == XLOG_CHECKPOINT_SHUTDOWN || info == XLOG_END_OF_RECOVERY))

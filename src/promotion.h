@@ -30,6 +30,7 @@ typedef struct TenureLive
 	Oid			dbid;
 	int64		epoch;			/* the tenure's latest epoch */
 	int64		ttl_us;			/* its ttl then */
+	int64		remaining_us;	/* how long it had to live then */
 } TenureLive;
 
 extern Size tenure_promotion_shmem_size(void);
@@ -40,6 +41,8 @@ extern bool tenure_promotion_recent(TimestampTz ready);
 extern bool tenure_promotion_listed(Oid dbid, int64 epoch);
 extern int64 *tenure_promotion_listed_epochs(Oid dbid, int *count);
 extern TenureLive *tenure_promotion_carried(int *count);
-extern void tenure_promotion_log_live(TenureLive *live, int count);
+extern int64 tenure_promotion_demotion_left(int64 ready_mono, int64 now_mono);
+extern void tenure_promotion_log_live(TenureLive *live, int count,
+									  int64 demotion_left_us);
 
 #endif							/* TENURE_PROMOTION_H */

@@ -43,8 +43,6 @@ typedef struct TenureCarry
 	TimestampTz started;
 	bool		active;			/* active at once (else from ready + its
 								 * hold-off or ttl) */
-	/* RESTART or PROMOTED: the lease's latest epoch predates the timeline */
-	bool		before_timeline;
 } TenureCarry;
 
 /* What a backend sees of a lease held by someone else. */
@@ -290,6 +288,7 @@ typedef struct TenureTenureOf
 	int64		epoch;
 	int64		ttl_us;
 	bool		live;			/* held, not expired, not session-bound */
+	int64		remaining_us;	/* if live: how long it has to live */
 } TenureTenureOf;
 
 extern TenureTenureOf *tenure_state_tenures(int64 now, int64 *ready_mono,
