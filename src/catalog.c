@@ -45,9 +45,16 @@
  *   operation, as an SPI session does, and resolves no name: the tables
  *   come from objects.c, their columns and indexes are found by name and
  *   shape once (tenure_layout) and forgotten when a relcache invalidation
- *   hits them.  A table given triggers, rules or row security (which
- *   only a superuser can add) is refused, since direct access would not
- *   apply them.
+ *   hits them.
+ *
+ * Direct access applies nothing that a superuser added to a table:
+ * triggers (an audit of the history, say), rules, row security, CHECK
+ * constraints and columns of their own (whose defaults an INSERT fills).
+ * Such a table is read and written by the SQL statements that direct
+ * access replaces, which apply them, with the same results otherwise:
+ * tenure_table_open() says which way, from what the relcache entry of the
+ * table shows once it is locked.  Only a table without a column or index
+ * that pg_tenure created is refused.
  *
  * A lease's entry in shared memory (state.c) is built from its latest
  * committed row, read with a fresh snapshot, never from the caller's
@@ -407,7 +414,20 @@ static struct
 	Oid			relid[2];		/* by TenureTableId; invalid: not known */
 	AttrNumber	att[2][TENURE_TABLE_MAX_COLS];
 	Oid			index[TENURE_INDEX_COUNT];
+	bool		own[2];			/* only pg_tenure's columns and constraints */
 }			tenure_layout;
+
+/*
+ * The CHECK constraints that the install script gives each table (named
+ * by PostgreSQL's rule, <table>_<column>_check).
+ */
+static const char *const tenure_lease_checks[] = {
+	"lease_name_check", "lease_base_check", "lease_fence_lock_check",
+	"lease_preferred_check", NULL
+};
+static const char *const tenure_history_checks[] = {
+	"history_end_reason_check", NULL
+};
 
 static void
 tenure_layout_reset(Datum arg, Oid relid)
@@ -526,7 +546,37 @@ tenure_layout_indexes(TenureTableId id, Relation rel, const AttrNumber *att)
 }
 
 /*
- * Find where the columns and indexes of table id are in rel.
+ * Whether the CHECK constraints of table id (rel) are all the install
+ * script's, and no column is generated.
+ */
+static bool
+tenure_layout_own_checks(TenureTableId id, Relation rel)
+{
+	const char *const *own = id == TENURE_TABLE_LEASE ?
+		tenure_lease_checks : tenure_history_checks;
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+	int			i;
+
+	if (constr == NULL)
+		return true;
+	if (constr->has_generated_stored)
+		return false;
+	for (i = 0; i < constr->num_check; i++)
+	{
+		int			k;
+
+		for (k = 0; own[k] != NULL; k++)
+			if (strcmp(constr->check[i].ccname, own[k]) == 0)
+				break;
+		if (own[k] == NULL)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Find where the columns and indexes of table id are in rel, and whether
+ * it has columns or constraints of its own (see the file header).
  */
 static void
 tenure_layout_find(TenureTableId id, Relation rel)
@@ -548,17 +598,32 @@ tenure_layout_find(TenureTableId id, Relation rel)
 			tenure_layout_refuse(rel, psprintf("It has no column %s of the type pg_tenure created.",
 											   cols[c].name));
 	}
-	/* history rows are inserted whole: every column must be known */
 	for (c = 0; c < tupdesc->natts; c++)
 		live += TupleDescAttr(tupdesc, c)->attisdropped ? 0 : 1;
-	if (id == TENURE_TABLE_HISTORY && live != ncols)
-		tenure_layout_refuse(rel, "It has columns pg_tenure did not create.");
-	/* which direct access would not apply */
-	if (rel->trigdesc != NULL || rel->rd_rules != NULL ||
-		rel->rd_rel->relrowsecurity)
-		tenure_layout_refuse(rel, "It has triggers, rules or row security, which pg_tenure's statements do not apply.");
 	tenure_layout_indexes(id, rel, att);
+
+	/*
+	 * Direct access inserts history rows whole and checks only pg_tenure's
+	 * own constraints (tenure_table_check()); columns of the user's own
+	 * (with defaults perhaps) and constraints are left to the SQL.
+	 */
+	tenure_layout.own[id] =
+		(id != TENURE_TABLE_HISTORY || live == ncols) &&
+		tenure_layout_own_checks(id, rel);
 	tenure_layout.relid[id] = RelationGetRelid(rel);
+}
+
+/*
+ * Whether direct access to rel (table id, its layout known) would leave
+ * out something a superuser added to it: triggers, rules, row security,
+ * columns or constraints (see the file header).  Read from the relcache
+ * entry each time: the table is locked, so it is current.
+ */
+static bool
+tenure_table_has_user_objects(TenureTableId id, Relation rel)
+{
+	return rel->trigdesc != NULL || rel->rd_rules != NULL ||
+		rel->rd_rel->relrowsecurity || !tenure_layout.own[id];
 }
 
 /*
@@ -567,8 +632,13 @@ tenure_layout_find(TenureTableId id, Relation rel)
  * locks or writes rows ("UPDATE", "SELECT FOR UPDATE", ...), refused as
  * the executor refuses it in a read-only transaction; NULL for one that
  * only reads.  End it with tenure_table_close().
+ *
+ * Returns false, with nothing to end, if the table has triggers, rules,
+ * row security, columns or constraints that direct access would not
+ * apply: the caller runs the SQL statement that it replaces instead.  The
+ * table stays locked, as that statement locks it.
  */
-void
+bool
 tenure_table_open(TenureTable *t, TenureTableId id, LOCKMODE lockmode,
 				  const char *command)
 {
@@ -590,6 +660,12 @@ tenure_table_open(TenureTable *t, TenureTableId id, LOCKMODE lockmode,
 	t->rel = table_open(relid, lockmode);
 	if (tenure_layout.relid[id] != relid)
 		tenure_layout_find(id, t->rel);
+	if (tenure_table_has_user_objects(id, t->rel))
+	{
+		table_close(t->rel, NoLock);
+		SetUserIdAndSecContext(t->save_userid, t->save_sec_context);
+		return false;
+	}
 	t->att = tenure_layout.att[id];
 
 	/* what an SPI statement would see */
@@ -597,6 +673,7 @@ tenure_table_open(TenureTable *t, TenureTableId id, LOCKMODE lockmode,
 	t->snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	t->cid = GetCurrentCommandId(command != NULL);
 	t->slot = table_slot_create(t->rel, NULL);
+	return true;
 }
 
 /*
@@ -1150,11 +1227,32 @@ tenure_no_such_lease(const char *name)
 }
 
 /*
+ * tenure_load_row() by its SQL statement, in an SPI session of its own.
+ */
+static void
+tenure_load_row_sql(const char *name, TenureRow *row, bool for_update)
+{
+	TenureSpi	spi;
+	Datum		args[1];
+
+	args[0] = CStringGetTextDatum(name);
+	tenure_spi_begin(&spi);
+	tenure_spi_exec(for_update ? TENURE_ROW_COLUMNS " FOR UPDATE" :
+					TENURE_ROW_COLUMNS,
+					"t", args, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		tenure_no_such_lease(name);
+	tenure_row_from_spi(name, row);
+	tenure_spi_end(&spi);
+}
+
+/*
  * Load a lease's row as the caller's transaction sees it, as SELECT ...
- * FROM tenure.lease WHERE name = $1 [FOR UPDATE] does (direct access).
- * Fails with 42704 if there is no such lease.  for_update locks the row.
- * Never build a shared entry from this row: under REPEATABLE READ it may
- * be older than the catalog (tenure_load_committed).
+ * FROM tenure.lease WHERE name = $1 [FOR UPDATE] does (direct access, or
+ * that statement).  Fails with 42704 if there is no such lease.
+ * for_update locks the row.  Never build a shared entry from this row:
+ * under REPEATABLE READ it may be older than the catalog
+ * (tenure_load_committed).
  */
 void
 tenure_load_row(const char *name, TenureRow *row, bool for_update)
@@ -1162,9 +1260,13 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 	TenureTable t;
 	bool		found;
 
-	tenure_table_open(&t, TENURE_TABLE_LEASE,
-					  for_update ? RowShareLock : AccessShareLock,
-					  for_update ? "SELECT FOR UPDATE" : NULL);
+	if (!tenure_table_open(&t, TENURE_TABLE_LEASE,
+						   for_update ? RowShareLock : AccessShareLock,
+						   for_update ? "SELECT FOR UPDATE" : NULL))
+	{
+		tenure_load_row_sql(name, row, for_update);
+		return;
+	}
 	found = tenure_lease_find(&t, name);
 	if (found && for_update)
 		found = tenure_lease_lock(&t, name, LockTupleExclusive,

@@ -118,8 +118,10 @@ typedef struct TenureTable
 	int			save_sec_context;
 } TenureTable;
 
-extern void tenure_table_open(TenureTable *t, TenureTableId id,
-							  LOCKMODE lockmode, const char *command);
+/* false: the table has objects of the user's; run the SQL statement */
+extern pg_nodiscard bool tenure_table_open(TenureTable *t, TenureTableId id,
+										   LOCKMODE lockmode,
+										   const char *command);
 extern void tenure_table_close(TenureTable *t);
 extern IndexScanDesc tenure_table_scan(TenureTable *t, TenureIndexId index,
 									   ScanKey keys, int nkeys);

@@ -24,7 +24,8 @@
  *		tenure_epoch_shmem_size() - bytes of the clock
  *		tenure_epoch_shmem_init() - create or attach to it
  *
- * on a primary (its row is read and written by direct access, catalog.c):
+ * on a primary (its row is read and written by direct access, catalog.c,
+ * or by SQL statements where tenure.lease has objects of the user's):
  *		tenure_issue_epoch() - the lease's next epoch, written to its row
  *
  *-------------------------------------------------------------------------
@@ -35,6 +36,7 @@
 #include "access/xloginsert.h"
 #include "catalog/pg_control.h"
 #include "common/int.h"
+#include "executor/spi.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
@@ -171,7 +173,9 @@ tenure_epoch_row_exists(const char *name)
 	TenureTable t;
 	bool		found;
 
-	tenure_table_open(&t, TENURE_TABLE_LEASE, AccessShareLock, NULL);
+	/* (the caller reads the row by direct access, under a lock) */
+	if (!tenure_table_open(&t, TENURE_TABLE_LEASE, AccessShareLock, NULL))
+		elog(ERROR, "tenure.lease changed while an epoch was issued");
 	found = tenure_lease_find(&t, name);
 	tenure_table_close(&t);
 	return found;
@@ -219,6 +223,82 @@ tenure_epoch_lock_row(TenureTable *t, const char *name, bool *locked,
 	row->issued_tli = isnull ? 0 : DatumGetInt64(d);
 	row->has_tli = !isnull;
 	return true;
+}
+
+/*
+ * tenure_epoch_lock_row() by its SQL statements, inside an SPI session.
+ */
+static bool
+tenure_epoch_lock_row_sql(const char *name, bool *locked, TenureEpochRow *row)
+{
+	Datum		args[1];
+	bool		isnull;
+	int64		issued_sysid;
+
+	args[0] = CStringGetTextDatum(name);
+	if (locked != NULL)
+	{
+		/* a caller that does not wait takes the row only if it is free */
+		tenure_spi_exec("SELECT epoch, base, issued_sysid, issued_tli FROM tenure.lease"
+						" WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED",
+						"t", args, NULL, SPI_OK_SELECT);
+		*locked = false;
+		if (SPI_processed == 0)
+		{
+			/* locked by another transaction, or dropped (reported below) */
+			tenure_spi_exec("SELECT 1 FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1",
+							"t", args, NULL, SPI_OK_SELECT);
+			if (SPI_processed == 1)
+			{
+				*locked = true;
+				return false;
+			}
+		}
+	}
+	else
+		tenure_spi_exec("SELECT epoch, base, issued_sysid, issued_tli FROM tenure.lease"
+						" WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
+						"t", args, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease \"%s\" does not exist", name),
+				 errhint("Create it with tenure.create_lease().")));
+	row->stored = tenure_spi_int8(1, NULL);
+	row->base = tenure_spi_int8(2, NULL);
+	issued_sysid = tenure_spi_int8(3, &isnull);
+	row->foreign = isnull ? row->stored > 0 :
+		issued_sysid != (int64) GetSystemIdentifier();
+	row->issued_tli = tenure_spi_int8(4, &isnull);
+	row->has_tli = !isnull;
+	return true;
+}
+
+/*
+ * tenure_epoch_write() by its SQL statement, inside an SPI session.
+ */
+static void
+tenure_epoch_write_sql(const char *name, int64 epoch, int64 base,
+					   TimeLineID tli)
+{
+	Datum		args[5];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = Int64GetDatum(base);
+	args[3] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[4] = Int64GetDatum((int64) tli);
+	tenure_spi_exec("UPDATE tenure.lease SET epoch = $2, base = $3,"
+					" issued_sysid = $4, issued_tli = $5"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
+					"tiiii", args, NULL, SPI_OK_UPDATE);
+	/* the row is locked: only a trigger or rule of the user's can skip it */
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the epoch of lease \"%s\" was not written to tenure.lease", name),
+				 errdetail("A trigger or rule on tenure.lease skipped the update of its row."),
+				 errhint("Triggers and rules on pg_tenure's tables must not skip or redirect its writes.")));
 }
 
 /*
@@ -349,16 +429,25 @@ int64
 tenure_issue_epoch(const char *name, int64 floor, bool *locked)
 {
 	TenureTable t;
+	TenureSpi	spi;
 	TenureEpochRow row;
 	TimeLineID	tli;
 	int64		clock;
 	int64		epoch;
+	bool		direct;
 
-	tenure_table_open(&t, TENURE_TABLE_LEASE, RowExclusiveLock,
-					  "SELECT FOR NO KEY UPDATE");
-	if (!tenure_epoch_lock_row(&t, name, locked, &row))
+	/* direct access, or the SQL statements if the table has user objects */
+	direct = tenure_table_open(&t, TENURE_TABLE_LEASE, RowExclusiveLock,
+							   "SELECT FOR NO KEY UPDATE");
+	if (!direct)
+		tenure_spi_begin(&spi);
+	if (!(direct ? tenure_epoch_lock_row(&t, name, locked, &row) :
+		  tenure_epoch_lock_row_sql(name, locked, &row)))
 	{
-		tenure_table_close(&t);
+		if (direct)
+			tenure_table_close(&t);
+		else
+			tenure_spi_end(&spi);
 		return 0;
 	}
 
@@ -373,8 +462,16 @@ tenure_issue_epoch(const char *name, int64 floor, bool *locked)
 	clock = tenure_clock_draw(tli, tenure_clock_of(name, tli, GetXLogInsertRecPtr()) + 1);
 
 	epoch = tenure_epoch_next(name, &row, tli, clock, floor);
-	tenure_epoch_write(&t, name, epoch, row.base, tli);
-	tenure_table_close(&t);
+	if (direct)
+	{
+		tenure_epoch_write(&t, name, epoch, row.base, tli);
+		tenure_table_close(&t);
+	}
+	else
+	{
+		tenure_epoch_write_sql(name, epoch, row.base, tli);
+		tenure_spi_end(&spi);
+	}
 
 	tenure_epoch_cover(name, tli, clock);
 	return epoch;

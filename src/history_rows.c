@@ -14,10 +14,13 @@
  * The statements that run on every acquire and release reach the rows by
  * direct access (catalog.c): the new tenure's row, the trim, the end a
  * transaction makes itself, and, before a new tenure, the look for rows
- * left open, which usually finds none.  Closing such rows and the history
- * writer's statements run through SPI.  A lease's rows change under its
- * row lock in tenure.lease, or skip rows another transaction has locked
- * (src/README, F10, "History").  Who calls what:
+ * left open, which usually finds none.  Where tenure.history or
+ * tenure.lease has triggers, rules, row security, columns or constraints
+ * of the user's, which direct access would not apply, they run as the SQL
+ * statements that each names instead.  Closing rows left open and the
+ * history writer's statements run through SPI.  A lease's rows change
+ * under its row lock in tenure.lease, or skip rows another transaction
+ * has locked (src/README, F10, "History").  Who calls what:
  *
  *		tenure_history_start() - a new tenure, claim or hand-off (acquire.c,
  *			lease.c), after tenure_issue_epoch()
@@ -104,18 +107,20 @@ tenure_continued_tli(bool *isnull)
 /*
  * The values the lease's row gives a new history row (tenure.lease's
  * issued_sysid, issued_tli, base, ttl), as the calling transaction left
- * it, into values and isnull (by TenureHistoryCol).  False if the lease
- * has no row.
+ * it, into values and isnull (by TenureHistoryCol); *found is false if
+ * the lease has no row.  Returns false, with nothing read, if tenure.lease
+ * has objects of the user's (catalog.c).
  */
 static bool
-tenure_history_lease_values(const char *name, Datum *values, bool *isnull)
+tenure_history_lease_values(const char *name, Datum *values, bool *isnull,
+							bool *found)
 {
 	TenureTable lease;
-	bool		found;
 
-	tenure_table_open(&lease, TENURE_TABLE_LEASE, AccessShareLock, NULL);
-	found = tenure_lease_find(&lease, name);
-	if (found)
+	if (!tenure_table_open(&lease, TENURE_TABLE_LEASE, AccessShareLock, NULL))
+		return false;
+	*found = tenure_lease_find(&lease, name);
+	if (*found)
 	{
 		values[TENURE_HISTORY_ISSUED_SYSID] =
 			tenure_table_copy(&lease, TENURE_LEASE_ISSUED_SYSID,
@@ -134,7 +139,32 @@ tenure_history_lease_values(const char *name, Datum *values, bool *isnull)
 							  &isnull[TENURE_HISTORY_TTL]);
 	}
 	tenure_table_close(&lease);
-	return found;
+	return true;
+}
+
+/*
+ * The trim of tenure_history_trim() by its SQL statement, in an SPI
+ * session of its own; rows another transaction is closing are left for a
+ * later pass.
+ */
+static void
+tenure_history_trim_sql(const char *name)
+{
+	TenureSpi	spi;
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum((int64) tenure_history_per_lease);
+	tenure_spi_begin(&spi);
+	tenure_spi_exec("DELETE FROM tenure.history"
+					" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					"  AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
+					"   WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
+					"   OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)"
+					"  FOR UPDATE SKIP LOCKED))",
+					"ti", args, NULL, SPI_OK_DELETE);
+	tenure_spi_end(&spi);
 }
 
 /*
@@ -145,7 +175,8 @@ tenure_history_lease_values(const char *name, Datum *values, bool *isnull)
  * rows newest first, by the primary key, the N newest counted as an
  * index-only scan counts them; each row after them is deleted unless
  * another transaction holds it (a later pass will) or a concurrent one
- * changed it (the DELETE's snapshot would not see the new version).
+ * changed it (the DELETE's snapshot would not see the new version).  By
+ * that statement where the table has objects of the user's.
  */
 static void
 tenure_history_trim(const char *name)
@@ -154,7 +185,11 @@ tenure_history_trim(const char *name)
 	ScanKeyData key;
 	IndexScanDesc scan;
 
-	tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "DELETE");
+	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "DELETE"))
+	{
+		tenure_history_trim_sql(name);
+		return;
+	}
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
 				CStringGetTextDatum(name));
 	scan = tenure_table_scan(&t, TENURE_INDEX_HISTORY_EPOCH, &key, 1);
@@ -168,6 +203,70 @@ tenure_history_trim(const char *name)
 }
 
 /*
+ * Insert the history row of a new tenure or epoch by direct access (see
+ * tenure_history_start()); the row meets the table's constraints (it is
+ * open: no end_reason).  Returns false, with nothing written, if
+ * tenure.history or tenure.lease has objects of the user's.
+ */
+static bool
+tenure_history_insert(const char *name, int64 epoch, const char *holder,
+					  bool session_bound)
+{
+	TenureTable t;
+	Datum		values[TENURE_HISTORY_NCOLS];
+	bool		isnull[TENURE_HISTORY_NCOLS] = {0};
+	bool		found;
+
+	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "INSERT"))
+		return false;
+	if (!tenure_history_lease_values(name, values, isnull, &found))
+	{
+		tenure_table_close(&t);
+		return false;
+	}
+	if (found)
+	{
+		values[TENURE_HISTORY_LEASE] = CStringGetTextDatum(name);
+		values[TENURE_HISTORY_EPOCH] = Int64GetDatum(epoch);
+		values[TENURE_HISTORY_HOLDER] = CStringGetTextDatum(holder);
+		values[TENURE_HISTORY_SESSION_BOUND] = BoolGetDatum(session_bound);
+		values[TENURE_HISTORY_STARTED] = TimestampTzGetDatum(GetCurrentTimestamp());
+		isnull[TENURE_HISTORY_ENDED] = true;
+		isnull[TENURE_HISTORY_END_REASON] = true;
+		values[TENURE_HISTORY_BOOT_ID] = Int64GetDatum(tenure_boot_id());
+		tenure_table_insert(&t, values, isnull);
+	}
+	tenure_table_close(&t);
+	return true;
+}
+
+/*
+ * tenure_history_insert() by its SQL statement, in an SPI session of its
+ * own: the statement applies what the user added to the tables.
+ */
+static void
+tenure_history_insert_sql(const char *name, int64 epoch, const char *holder,
+						  bool session_bound)
+{
+	TenureSpi	spi;
+	Datum		args[5];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = CStringGetTextDatum(holder);
+	args[3] = BoolGetDatum(session_bound);
+	args[4] = Int64GetDatum(tenure_boot_id());
+	tenure_spi_begin(&spi);
+	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
+					" boot_id, issued_sysid, issued_tli, open_tli, base, ttl)"
+					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
+					" issued_sysid, issued_tli, issued_tli, base, ttl FROM tenure.lease"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
+					"titbi", args, NULL, SPI_OK_INSERT);
+	tenure_spi_end(&spi);
+}
+
+/*
  * Record a new tenure or epoch in tenure.history and trim the lease's rows
  * to the tenure.history_per_lease most recent; after tenure_issue_epoch.
  * The row keeps the lease's base and where the epoch was issued, so that
@@ -175,8 +274,8 @@ tenure_history_trim(const char *name)
  * that a lease created again under its name keeps the hold-off of a holder
  * it dropped after a restart (catalog.c, tenure_carry_of()).  As INSERT
  * INTO tenure.history ... SELECT ... FROM tenure.lease WHERE name = $1,
- * by direct access; the row meets the table's constraints (it is open:
- * no end_reason).
+ * by direct access, or by that statement where either table has objects
+ * of the user's (catalog.c).
  *
  * Finding the rows beyond the most recent N costs a scan of N index
  * entries, so the trim runs only when the lease's committed tenures and
@@ -191,24 +290,9 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 					 bool session_bound)
 {
 	TenureKey	key;
-	TenureTable t;
-	Datum		values[TENURE_HISTORY_NCOLS];
-	bool		isnull[TENURE_HISTORY_NCOLS] = {0};
 
-	tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "INSERT");
-	if (tenure_history_lease_values(name, values, isnull))
-	{
-		values[TENURE_HISTORY_LEASE] = CStringGetTextDatum(name);
-		values[TENURE_HISTORY_EPOCH] = Int64GetDatum(epoch);
-		values[TENURE_HISTORY_HOLDER] = CStringGetTextDatum(holder);
-		values[TENURE_HISTORY_SESSION_BOUND] = BoolGetDatum(session_bound);
-		values[TENURE_HISTORY_STARTED] = TimestampTzGetDatum(GetCurrentTimestamp());
-		isnull[TENURE_HISTORY_ENDED] = true;
-		isnull[TENURE_HISTORY_END_REASON] = true;
-		values[TENURE_HISTORY_BOOT_ID] = Int64GetDatum(tenure_boot_id());
-		tenure_table_insert(&t, values, isnull);
-	}
-	tenure_table_close(&t);
+	if (!tenure_history_insert(name, epoch, holder, session_bound))
+		tenure_history_insert_sql(name, epoch, holder, session_bound);
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	if (tenure_state_history_trim_due(&key))
@@ -220,7 +304,8 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
  * open and has a key in one of the ranges (each: strategy and value of
  * the index's one column) of index, which is partial on ended IS NULL.
  * Such rows are what the UPDATEs that close rows would look at; when
- * there are none, they would change nothing.
+ * there are none, they would change nothing.  True, without a look, where
+ * the table has objects of the user's: the UPDATEs find out.
  */
 static bool
 tenure_history_any_open(TenureIndexId index, int nranges,
@@ -231,7 +316,8 @@ tenure_history_any_open(TenureIndexId index, int nranges,
 	bool		found = false;
 	int			i;
 
-	tenure_table_open(&t, TENURE_TABLE_HISTORY, AccessShareLock, NULL);
+	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, AccessShareLock, NULL))
+		return true;
 	for (i = 0; i < nranges && !found; i++)
 	{
 		ScanKeyData key;
@@ -532,6 +618,31 @@ tenure_history_closes(TenureTable *t, const char *name, int64 first,
 }
 
 /*
+ * tenure_history_close_now() by its SQL statement, in an SPI session of
+ * its own.
+ */
+static void
+tenure_history_close_now_sql(const char *name, TenureEndReason reason,
+							 int64 first, int64 last)
+{
+	TenureSpi	spi;
+	Datum		args[4];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = CStringGetTextDatum(tenure_end_reason_text(reason));
+	args[2] = Int64GetDatum(first);
+	args[3] = Int64GetDatum(last);
+	tenure_spi_begin(&spi);
+	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
+					" end_reason = $2"
+					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
+					" AND epoch OPERATOR(pg_catalog.>=) $3"
+					" AND epoch OPERATOR(pg_catalog.<=) $4",
+					"ttii", args, NULL, SPI_OK_UPDATE);
+	tenure_spi_end(&spi);
+}
+
+/*
  * Close, now, the lease's open rows with epochs from first to last, for a
  * reason the calling transaction makes itself (a release, drop_lease, a
  * claim or a hand-off), waiting for rows another transaction has locked.
@@ -541,6 +652,7 @@ tenure_history_closes(TenureTable *t, const char *name, int64 first,
  * concurrent transaction updated is checked again in its newest version
  * (READ COMMITTED).  The reason is one of tenure_end_reason_text()'s, which
  * sql/end_reasons.sql compares with the CHECK constraint of end_reason.
+ * By that statement where the table has objects of the user's.
  */
 void
 tenure_history_close_now(const char *name, TenureEndReason reason,
@@ -555,8 +667,12 @@ tenure_history_close_now(const char *name, TenureEndReason reason,
 	bool		all = first == PG_INT64_MIN;
 
 	Assert(tenure_end_reason_text(reason) != NULL);
+	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "UPDATE"))
+	{
+		tenure_history_close_now_sql(name, reason, first, last);
+		return;
+	}
 	values[1] = CStringGetTextDatum(tenure_end_reason_text(reason));
-	tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "UPDATE");
 
 	/* a range of epochs by the primary key; all of them by the open rows */
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ,
