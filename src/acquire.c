@@ -271,13 +271,15 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 	/* a superuser's tenures count, but no role share limits them */
 	share_role = superuser() ? InvalidOid : GetUserId();
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_spi_begin(&spi);
 	tenure_load_row(name, &row, false);
-	tenure_check_owner(name, row.owner, spi.save_userid);
+	tenure_check_owner(name, row.owner, GetUserId());
 	stale = tenure_state_stale(&key, row.id);
 	if (stale)
+	{
+		tenure_spi_begin(&spi);
 		exists = tenure_load_committed(name, &latest, true, &carry);
-	tenure_spi_end(&spi);
+		tenure_spi_end(&spi);
+	}
 
 	if (stale)
 	{
@@ -425,7 +427,6 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 				(errcode(ERRCODE_TENURE_LEASE_HELD),
 				 errmsg("acquisition of lease \"%s\" expired before its transaction committed", name),
 				 errdetail("Another holder took the lease over before its epoch was issued.")));
-	tenure_spi_begin(&spi);
 	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key),
 							   wait_us == 0 ? &locked : NULL);
 	if (locked)
@@ -436,7 +437,6 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 		 * drop or alter, perhaps idle) holds its row, and the lease is
 		 * busy.  Give the reservation back.
 		 */
-		tenure_spi_end(&spi);
 		tenure_state_begin_update();
 		(void) tenure_state_cancel(&key, token);
 		tenure_state_end_update(true);
@@ -448,7 +448,6 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 
 	tenure_history_close(name, &key);
 	tenure_history_start(name, epoch, holder, session_bound);
-	tenure_spi_end(&spi);
 
 	/*
 	 * Our reservation may have outlived its ttl meanwhile and been taken

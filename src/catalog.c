@@ -2,10 +2,11 @@
  *
  * catalog.c
  *		The durable side of leases: statements run as the owner of
- *		pg_tenure's tables, a lease's row and its owner's rights, and
- *		building a lease's shared-memory entry from its row.  Epochs are
- *		issued by epoch.c, and tenure.history is written by history_rows.c,
- *		both through the SPI session opened here.
+ *		pg_tenure's tables, direct access to their rows for the statements
+ *		of the hot path, a lease's row and its owner's rights, and building
+ *		a lease's shared-memory entry from its row.  Epochs are issued by
+ *		epoch.c, and tenure.history is written by history_rows.c, both
+ *		through the SPI sessions and the direct access provided here.
  *
  * The statements here run inside an SPI session opened by
  * tenure_spi_begin(), which becomes the owner of tenure.lease (the owner of
@@ -13,6 +14,47 @@
  * that nothing in these statements resolves through the caller's
  * search_path.  Callers check the caller's rights first
  * (tenure_check_owner()).
+ *
+ * Direct access.  The statements that acquire and release run on every
+ * call (reading and locking a lease's row, issuing an epoch, opening,
+ * closing and trimming rows of tenure.history) reach the rows through the
+ * table and index access methods instead, as PostgreSQL's own catalog
+ * code does: preparing, planning and starting an executor for each of
+ * them cost more than their work, and their first use in a backend
+ * prepared each.  Each such statement (tenure_table_open() to
+ * tenure_table_close()) keeps what the SQL statement it replaces did:
+ *
+ * - what it sees: the transaction's earlier commands
+ *   (CommandCounterIncrement()), under GetTransactionSnapshot(), taken
+ *   anew for each statement in READ COMMITTED, the transaction's own in
+ *   REPEATABLE READ and SERIALIZABLE (whose predicate locks the access
+ *   methods take);
+ * - row locks: the lock mode and wait policy its SQL named; in READ
+ *   COMMITTED a row that a concurrent transaction updated is followed to
+ *   its newest version, which the caller checks again as EvalPlanQual
+ *   would, and in the other levels it fails with 40001, as ExecLockRows()
+ *   and ExecUpdate() do (tenure_table_lock(), tenure_table_update());
+ * - writes: WAL-logged by the table AM, every index of the table kept
+ *   (ExecInsertIndexTuples(), with unique checks and partial indexes;
+ *   none when the AM made a HOT update), refused in a read-only
+ *   transaction with the SQL's message;
+ * - constraints: the values written are valid by construction (each
+ *   writer says why); NOT NULL is checked on every write, and builds with
+ *   assertions check every constraint with ExecConstraints() as well;
+ * - rights: it runs as the extension's owner in a security-restricted
+ *   operation, as an SPI session does, and resolves no name: the tables
+ *   come from objects.c, their columns and indexes are found by name and
+ *   shape once (tenure_layout) and forgotten when a relcache invalidation
+ *   hits them.
+ *
+ * Direct access applies nothing that a superuser added to a table:
+ * triggers (an audit of the history, say), rules, row security, CHECK
+ * constraints and columns of their own (whose defaults an INSERT fills).
+ * Such a table is read and written by the SQL statements that direct
+ * access replaces, which apply them, with the same results otherwise:
+ * tenure_table_open() says which way, from what the relcache entry of the
+ * table shows once it is locked.  Only a table without a column or index
+ * that pg_tenure created is refused.
  *
  * A lease's entry in shared memory (state.c) is built from its latest
  * committed row, read with a fresh snapshot, never from the caller's
@@ -22,22 +64,33 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
+#include "access/table.h"
 #include "access/transam.h"
+#include "access/visibilitymap.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_relation.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/acl.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -257,6 +310,769 @@ tenure_spi_int8(int col, bool *isnull)
 	return n ? 0 : DatumGetInt64(d);
 }
 
+/*
+ * Versions: PostgreSQL 16 says which index entries an update needs (none,
+ * all, or only summarizing ones), and 18 instruments index scans.
+ */
+#if PG_VERSION_NUM >= 160000
+typedef TU_UpdateIndexes TenureUpdateIndexes;
+#define TENURE_UPDATE_NEEDS_INDEXES(u)	((u) != TU_None)
+#define TENURE_UPDATE_ALL_INDEXES		TU_All
+#define tenure_insert_index_tuples(rri, slot, estate, update, u) \
+	ExecInsertIndexTuples((rri), (slot), (estate), (update), false, NULL, \
+						  NIL, (u) == TU_Summarizing)
+#else
+typedef bool TenureUpdateIndexes;
+#define TENURE_UPDATE_NEEDS_INDEXES(u)	(u)
+#define TENURE_UPDATE_ALL_INDEXES		true
+#define tenure_insert_index_tuples(rri, slot, estate, update, u) \
+	ExecInsertIndexTuples((rri), (slot), (estate), (update), false, NULL, NIL)
+#endif
+#if PG_VERSION_NUM >= 180000
+#define tenure_index_beginscan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), 0)
+#else
+#define tenure_index_beginscan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), 0)
+#endif
+
+/*
+ * Direct access: the columns and indexes of pg_tenure's tables that it
+ * uses, and where each is (see the file header).
+ */
+typedef struct TenureColumnSpec
+{
+	const char *name;
+	Oid			type;
+} TenureColumnSpec;
+
+static const TenureColumnSpec tenure_lease_columns[TENURE_LEASE_NCOLS] = {
+	[TENURE_LEASE_NAME] = {"name", TEXTOID},
+	[TENURE_LEASE_ID] = {"id", INT8OID},
+	[TENURE_LEASE_OWNER] = {"owner", REGROLEOID},
+	[TENURE_LEASE_TTL] = {"ttl", INTERVALOID},
+	[TENURE_LEASE_HOLDOFF] = {"holdoff", INTERVALOID},
+	[TENURE_LEASE_LOCK_KEY] = {"lock_key", INT8OID},
+	[TENURE_LEASE_EPOCH] = {"epoch", INT8OID},
+	[TENURE_LEASE_BASE] = {"base", INT8OID},
+	[TENURE_LEASE_ISSUED_SYSID] = {"issued_sysid", INT8OID},
+	[TENURE_LEASE_ISSUED_TLI] = {"issued_tli", INT8OID},
+	[TENURE_LEASE_FENCE_LOCK] = {"fence_lock", INT2OID},
+};
+
+static const TenureColumnSpec tenure_history_columns[TENURE_HISTORY_NCOLS] = {
+	[TENURE_HISTORY_LEASE] = {"lease", TEXTOID},
+	[TENURE_HISTORY_EPOCH] = {"epoch", INT8OID},
+	[TENURE_HISTORY_HOLDER] = {"holder", TEXTOID},
+	[TENURE_HISTORY_SESSION_BOUND] = {"session_bound", BOOLOID},
+	[TENURE_HISTORY_STARTED] = {"started", TIMESTAMPTZOID},
+	[TENURE_HISTORY_ENDED] = {"ended", TIMESTAMPTZOID},
+	[TENURE_HISTORY_END_REASON] = {"end_reason", TEXTOID},
+	[TENURE_HISTORY_BOOT_ID] = {"boot_id", INT8OID},
+	[TENURE_HISTORY_ISSUED_SYSID] = {"issued_sysid", INT8OID},
+	[TENURE_HISTORY_ISSUED_TLI] = {"issued_tli", INT8OID},
+	[TENURE_HISTORY_OPEN_TLI] = {"open_tli", INT8OID},
+	[TENURE_HISTORY_BASE] = {"base", INT8OID},
+	[TENURE_HISTORY_TTL] = {"ttl", INTERVALOID},
+};
+
+/*
+ * An index as the install script creates it: a btree on these columns
+ * (text or bigint, compared by their types' own equality), partial on
+ * "null_col IS NULL" if null_col is a column (else -1).
+ */
+typedef struct TenureIndexSpec
+{
+	TenureTableId table;
+	int			nkeys;
+	int			keys[2];
+	int			null_col;
+	const char *what;
+} TenureIndexSpec;
+
+#define TENURE_INDEX_COUNT	(TENURE_INDEX_HISTORY_OPEN_BOOT + 1)
+
+static const TenureIndexSpec tenure_index_specs[TENURE_INDEX_COUNT] = {
+	[TENURE_INDEX_LEASE_NAME] = {TENURE_TABLE_LEASE, 1,
+	{TENURE_LEASE_NAME}, -1, "(name)"},
+	[TENURE_INDEX_HISTORY_EPOCH] = {TENURE_TABLE_HISTORY, 2,
+	{TENURE_HISTORY_LEASE, TENURE_HISTORY_EPOCH}, -1, "(lease, epoch)"},
+	[TENURE_INDEX_HISTORY_OPEN] = {TENURE_TABLE_HISTORY, 1,
+	{TENURE_HISTORY_LEASE}, TENURE_HISTORY_ENDED,
+	"(lease) WHERE ended IS NULL"},
+	[TENURE_INDEX_HISTORY_OPEN_BOOT] = {TENURE_TABLE_HISTORY, 1,
+	{TENURE_HISTORY_BOOT_ID}, TENURE_HISTORY_ENDED,
+	"(boot_id) WHERE ended IS NULL"},
+};
+
+/*
+ * Where the columns and indexes are, per table: found when a statement
+ * first opens it, and forgotten (relid invalid) when a relcache
+ * invalidation hits the table or one of the indexes
+ * (tenure_layout_reset()).
+ */
+static struct
+{
+	Oid			relid[2];		/* by TenureTableId; invalid: not known */
+	AttrNumber	att[2][TENURE_TABLE_MAX_COLS];
+	Oid			index[TENURE_INDEX_COUNT];
+	bool		own[2];			/* only pg_tenure's columns and constraints */
+}			tenure_layout;
+
+/*
+ * The CHECK constraints that the install script gives each table (named
+ * by PostgreSQL's rule, <table>_<column>_check).
+ */
+static const char *const tenure_lease_checks[] = {
+	"lease_name_check", "lease_base_check", "lease_fence_lock_check",
+	"lease_preferred_check", NULL
+};
+static const char *const tenure_history_checks[] = {
+	"history_end_reason_check", NULL
+};
+
+static void
+tenure_layout_reset(Datum arg, Oid relid)
+{
+	int			i;
+
+	for (i = 0; i < TENURE_INDEX_COUNT; i++)
+		if (!OidIsValid(relid) || relid == tenure_layout.index[i] ||
+			relid == tenure_layout.relid[tenure_index_specs[i].table])
+			tenure_layout.relid[tenure_index_specs[i].table] = InvalidOid;
+}
+
+/*
+ * Fail closed: a table is not as the install script created it.
+ */
+static void
+tenure_layout_refuse(Relation rel, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("pg_tenure's table %s is not as the extension installed it",
+					quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+											   RelationGetRelationName(rel))),
+			 errdetail_internal("%s", detail),
+			 errhint("Only a superuser may own or create objects in schema \"tenure\"; reinstall pg_tenure if its objects were changed.")));
+}
+
+/*
+ * Whether key column k of a btree index compares its values as the scan
+ * keys of direct access do: its operator family's equality on the
+ * column's type is the type's own (texteq, int8eq).
+ */
+static bool
+tenure_index_key_is(Relation index, int k, Oid type)
+{
+	Oid			eq;
+
+	if (index->rd_opcintype[k] != type)
+		return false;
+	eq = get_opfamily_member(index->rd_opfamily[k], type, type,
+							 BTEqualStrategyNumber);
+	return OidIsValid(eq) &&
+		get_opcode(eq) == (type == TEXTOID ? F_TEXTEQ : F_INT8EQ);
+}
+
+/*
+ * Whether index is the one spec describes, for a table whose columns are
+ * at att.
+ */
+static bool
+tenure_index_is(Relation index, const TenureIndexSpec *spec,
+				const AttrNumber *att, TupleDesc tupdesc)
+{
+	Form_pg_index form = index->rd_index;
+	List	   *pred;
+	NullTest   *test;
+	int			k;
+
+	if (index->rd_rel->relam != BTREE_AM_OID || !form->indisvalid ||
+		form->indnkeyatts != spec->nkeys ||
+		RelationGetIndexExpressions(index) != NIL)
+		return false;
+	for (k = 0; k < spec->nkeys; k++)
+	{
+		AttrNumber	a = att[spec->keys[k]];
+
+		if (form->indkey.values[k] != a ||
+			!tenure_index_key_is(index, k, TupleDescAttr(tupdesc, a - 1)->atttypid))
+			return false;
+	}
+	pred = RelationGetIndexPredicate(index);
+	if (spec->null_col < 0)
+		return pred == NIL;
+	if (list_length(pred) != 1 || !IsA(linitial(pred), NullTest))
+		return false;
+	test = linitial_node(NullTest, pred);
+	return test->nulltesttype == IS_NULL && !test->argisrow &&
+		IsA(test->arg, Var) &&
+		((Var *) test->arg)->varattno == att[spec->null_col];
+}
+
+/*
+ * Find the indexes of table id among rel's.
+ */
+static void
+tenure_layout_indexes(TenureTableId id, Relation rel, const AttrNumber *att)
+{
+	List	   *list = RelationGetIndexList(rel);
+	int			i;
+
+	for (i = 0; i < TENURE_INDEX_COUNT; i++)
+	{
+		ListCell   *lc;
+
+		if (tenure_index_specs[i].table != id)
+			continue;
+		tenure_layout.index[i] = InvalidOid;
+		foreach(lc, list)
+		{
+			Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+			bool		is = tenure_index_is(index, &tenure_index_specs[i],
+											 att, RelationGetDescr(rel));
+
+			index_close(index, AccessShareLock);
+			if (is)
+			{
+				tenure_layout.index[i] = lfirst_oid(lc);
+				break;
+			}
+		}
+		if (!OidIsValid(tenure_layout.index[i]))
+			tenure_layout_refuse(rel, psprintf("It has no btree index on %s.",
+											   tenure_index_specs[i].what));
+	}
+	list_free(list);
+}
+
+/*
+ * Whether the CHECK constraints of table id (rel) are all the install
+ * script's, and no column is generated.
+ */
+static bool
+tenure_layout_own_checks(TenureTableId id, Relation rel)
+{
+	const char *const *own = id == TENURE_TABLE_LEASE ?
+		tenure_lease_checks : tenure_history_checks;
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+	int			i;
+
+	if (constr == NULL)
+		return true;
+	if (constr->has_generated_stored)
+		return false;
+	for (i = 0; i < constr->num_check; i++)
+	{
+		int			k;
+
+		for (k = 0; own[k] != NULL; k++)
+			if (strcmp(constr->check[i].ccname, own[k]) == 0)
+				break;
+		if (own[k] == NULL)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Find where the columns and indexes of table id are in rel, and whether
+ * it has columns or constraints of its own (see the file header).
+ */
+static void
+tenure_layout_find(TenureTableId id, Relation rel)
+{
+	const TenureColumnSpec *cols = id == TENURE_TABLE_LEASE ?
+		tenure_lease_columns : tenure_history_columns;
+	int			ncols = id == TENURE_TABLE_LEASE ?
+		TENURE_LEASE_NCOLS : TENURE_HISTORY_NCOLS;
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	AttrNumber *att = tenure_layout.att[id];
+	int			live = 0;
+	int			c;
+
+	for (c = 0; c < ncols; c++)
+	{
+		att[c] = attnameAttNum(rel, cols[c].name, false);
+		if (att[c] <= 0 ||
+			TupleDescAttr(tupdesc, att[c] - 1)->atttypid != cols[c].type)
+			tenure_layout_refuse(rel, psprintf("It has no column %s of the type pg_tenure created.",
+											   cols[c].name));
+	}
+	for (c = 0; c < tupdesc->natts; c++)
+		live += TupleDescAttr(tupdesc, c)->attisdropped ? 0 : 1;
+	tenure_layout_indexes(id, rel, att);
+
+	/*
+	 * Direct access inserts history rows whole and checks only pg_tenure's
+	 * own constraints (tenure_table_check()); columns of the user's own
+	 * (with defaults perhaps) and constraints are left to the SQL.
+	 */
+	tenure_layout.own[id] =
+		(id != TENURE_TABLE_HISTORY || live == ncols) &&
+		tenure_layout_own_checks(id, rel);
+	tenure_layout.relid[id] = RelationGetRelid(rel);
+}
+
+/*
+ * Whether direct access to rel (table id, its layout known) would leave
+ * out something a superuser added to it: triggers, rules, row security,
+ * columns or constraints (see the file header).  Read from the relcache
+ * entry each time: the table is locked, so it is current.
+ */
+static bool
+tenure_table_has_user_objects(TenureTableId id, Relation rel)
+{
+	return rel->trigdesc != NULL || rel->rd_rules != NULL ||
+		rel->rd_rel->relrowsecurity || !tenure_layout.own[id];
+}
+
+/*
+ * Begin a statement's direct access to one of pg_tenure's tables (see the
+ * file header), holding lockmode on it.  command names a statement that
+ * locks or writes rows ("UPDATE", "SELECT FOR UPDATE", ...), refused as
+ * the executor refuses it in a read-only transaction; NULL for one that
+ * only reads.  End it with tenure_table_close().
+ *
+ * Returns false, with nothing to end, if the table has triggers, rules,
+ * row security, columns or constraints that direct access would not
+ * apply: the caller runs the SQL statement that it replaces instead.  The
+ * table stays locked, as that statement locks it.
+ */
+bool
+tenure_table_open(TenureTable *t, TenureTableId id, LOCKMODE lockmode,
+				  const char *command)
+{
+	const TenureObjects *objs = tenure_objects(false);
+	Oid			relid = id == TENURE_TABLE_LEASE ? objs->lease : objs->history;
+
+	if (command != NULL)
+	{
+		PreventCommandIfReadOnly(command);
+		if (strncmp(command, "SELECT", 6) != 0)
+			PreventCommandIfParallelMode(command);
+	}
+	memset(t, 0, sizeof(TenureTable));
+	t->id = id;
+	GetUserIdAndSecContext(&t->save_userid, &t->save_sec_context);
+	SetUserIdAndSecContext(objs->owner, t->save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	t->rel = table_open(relid, lockmode);
+	if (tenure_layout.relid[id] != relid)
+		tenure_layout_find(id, t->rel);
+	if (tenure_table_has_user_objects(id, t->rel))
+	{
+		table_close(t->rel, NoLock);
+		SetUserIdAndSecContext(t->save_userid, t->save_sec_context);
+		return false;
+	}
+	t->att = tenure_layout.att[id];
+
+	/* what an SPI statement would see */
+	CommandCounterIncrement();
+	t->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	t->cid = GetCurrentCommandId(command != NULL);
+	t->slot = table_slot_create(t->rel, NULL);
+	return true;
+}
+
+/*
+ * End a statement's direct access; what it wrote is seen by the
+ * statements after it.  The table stays locked until the transaction
+ * ends, as the executor leaves it.
+ */
+void
+tenure_table_close(TenureTable *t)
+{
+	if (t->estate != NULL)
+	{
+		ExecCloseIndices(t->rri);
+		ExecDropSingleTupleTableSlot(t->out);
+		FreeExecutorState(t->estate);
+	}
+	ExecDropSingleTupleTableSlot(t->slot);
+	UnregisterSnapshot(t->snapshot);
+	table_close(t->rel, NoLock);
+	SetUserIdAndSecContext(t->save_userid, t->save_sec_context);
+	CommandCounterIncrement();
+}
+
+/*
+ * Scan one of the table's indexes under the statement's snapshot for the
+ * rows that match keys (set up with ScanKeyInit() on the index's columns,
+ * 1-based); tenure_table_next() returns them one by one.  The keys
+ * compare in the index's collations.
+ */
+IndexScanDesc
+tenure_table_scan(TenureTable *t, TenureIndexId index, ScanKey keys,
+				  int nkeys)
+{
+	Relation	irel;
+	IndexScanDesc scan;
+	int			i;
+
+	Assert(tenure_index_specs[index].table == t->id);
+	irel = index_open(tenure_layout.index[index], AccessShareLock);
+	for (i = 0; i < nkeys; i++)
+		keys[i].sk_collation = irel->rd_indcollation[keys[i].sk_attno - 1];
+	scan = tenure_index_beginscan(t->rel, irel, t->snapshot, nkeys);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	return scan;
+}
+
+/*
+ * The next row of a scan, in t->slot; false at the end.
+ */
+bool
+tenure_table_next(TenureTable *t, IndexScanDesc scan)
+{
+	return index_getnext_slot(scan, ForwardScanDirection, t->slot);
+}
+
+/*
+ * The previous row of a scan (the rows in descending order), in t->slot;
+ * false at the end.
+ */
+bool
+tenure_table_prev(TenureTable *t, IndexScanDesc scan)
+{
+	return index_getnext_slot(scan, BackwardScanDirection, t->slot);
+}
+
+/*
+ * Pass over the next n rows of a scan in descending order that its
+ * snapshot sees, as an index-only scan would count them: a row on a page
+ * that the visibility map shows all-visible is seen by every snapshot, so
+ * the table is not visited for it (but for SERIALIZABLE transactions,
+ * whose reads take predicate locks in the table).  False if the scan
+ * ended first.
+ */
+bool
+tenure_table_skip_back(TenureTable *t, IndexScanDesc scan, int64 n)
+{
+	Buffer		vmbuffer = InvalidBuffer;
+	bool		use_vm = !IsolationIsSerializable();
+	ItemPointer tid;
+	int64		seen = 0;
+
+	while (seen < n &&
+		   (tid = index_getnext_tid(scan, BackwardScanDirection)) != NULL)
+	{
+		if (use_vm &&
+			VM_ALL_VISIBLE(t->rel, ItemPointerGetBlockNumber(tid), &vmbuffer))
+			seen++;
+		else if (index_fetch_heap(scan, t->slot))
+			seen++;
+	}
+	if (BufferIsValid(vmbuffer))
+		ReleaseBuffer(vmbuffer);
+	return seen == n;
+}
+
+/*
+ * End a scan; the index stays locked until the transaction ends.
+ */
+void
+tenure_table_end_scan(IndexScanDesc scan)
+{
+	Relation	irel = scan->indexRelation;
+
+	index_endscan(scan);
+	index_close(irel, NoLock);
+}
+
+/*
+ * Column col (a TenureLeaseCol or TenureHistoryCol) of the row in t->slot.
+ * A value passed by reference points into the row: copy it to keep it
+ * beyond the next row or tenure_table_close().
+ */
+Datum
+tenure_table_get(TenureTable *t, int col, bool *isnull)
+{
+	return slot_getattr(t->slot, t->att[col], isnull);
+}
+
+/*
+ * Column col of the row in t->slot, copied into the current memory
+ * context if passed by reference, to outlive the row.
+ */
+Datum
+tenure_table_copy(TenureTable *t, int col, bool *isnull)
+{
+	Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(t->rel),
+										   t->att[col] - 1);
+	Datum		d = tenure_table_get(t, col, isnull);
+
+	return *isnull ? d : datumCopy(d, attr->attbyval, attr->attlen);
+}
+
+/*
+ * Raise 40001 for a row another transaction changed after this one's
+ * snapshot, in REPEATABLE READ or SERIALIZABLE, as the executor does.
+ */
+static void
+tenure_table_serialization_failure(TM_Result r)
+{
+	if (!IsolationUsesXactSnapshot())
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 r == TM_Deleted ?
+			 errmsg("could not serialize access due to concurrent delete") :
+			 errmsg("could not serialize access due to concurrent update")));
+}
+
+/*
+ * Lock the row in t->slot as SELECT ... FOR <mode> [SKIP LOCKED] does
+ * (ExecLockRows()): in READ COMMITTED, a row a concurrent transaction
+ * updated is followed to its newest version, which is locked and left in
+ * t->slot with *traversed set, for the caller to check again.  Returns
+ * TM_Ok; TM_WouldBlock when wait is LockWaitSkip and another transaction
+ * holds it; TM_Deleted or TM_SelfModified for a row the SQL would not
+ * return.
+ */
+TM_Result
+tenure_table_lock(TenureTable *t, LockTupleMode mode, LockWaitPolicy wait,
+				  bool *traversed)
+{
+	TM_FailureData tmfd;
+	ItemPointerData tid = t->slot->tts_tid;
+	int			flags = TUPLE_LOCK_FLAG_LOCK_UPDATE_IN_PROGRESS;
+	TM_Result	r;
+
+	if (!IsolationUsesXactSnapshot())
+		flags |= TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
+	tmfd.traversed = false;
+	r = table_tuple_lock(t->rel, &tid, t->snapshot, t->slot, t->cid, mode,
+						 wait, flags, &tmfd);
+	*traversed = r == TM_Ok && tmfd.traversed;
+	switch (r)
+	{
+		case TM_Ok:
+		case TM_WouldBlock:
+		case TM_SelfModified:
+			return r;
+		case TM_Deleted:
+			tenure_table_serialization_failure(TM_Updated);
+			return r;
+		case TM_Updated:
+			tenure_table_serialization_failure(r);
+			break;
+		default:
+			break;
+	}
+	elog(ERROR, "unexpected table_tuple_lock status: %u", r);
+	return r;					/* keep compiler quiet */
+}
+
+/*
+ * Make ready for writes: the table's indexes, and a slot for new rows.
+ */
+static void
+tenure_table_writer(TenureTable *t)
+{
+	if (t->estate != NULL)
+		return;
+	t->estate = CreateExecutorState();
+	t->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(t->rri, t->rel, 0, NULL, 0);
+	ExecOpenIndices(t->rri, false);
+	t->out = table_slot_create(t->rel, NULL);
+}
+
+/*
+ * The new row in t->out meets the table's constraints: its writer made
+ * it so.  Columns that must not be null are checked here, which costs
+ * nothing; builds with assertions check every constraint
+ * (ExecConstraints(), whose CHECK expressions cost more than the write).
+ */
+static void
+tenure_table_check(TenureTable *t)
+{
+	TupleDesc	tupdesc = RelationGetDescr(t->rel);
+	int			i;
+
+	for (i = 0; i < tupdesc->natts; i++)
+		if (TupleDescAttr(tupdesc, i)->attnotnull && t->out->tts_isnull[i])
+			elog(ERROR, "null value in column \"%s\" of pg_tenure's table %s",
+				 NameStr(TupleDescAttr(tupdesc, i)->attname),
+				 RelationGetRelationName(t->rel));
+#ifdef USE_ASSERT_CHECKING
+	ExecConstraints(t->rri, t->out, t->estate);
+#endif
+}
+
+/*
+ * Update the row in t->slot, as UPDATE does (ExecUpdate()): its columns
+ * cols (n of them) become values, the others stay; waits for a
+ * transaction that holds the row.  Returns TM_Ok once updated.  In READ
+ * COMMITTED, a row a concurrent transaction updated first is followed to
+ * its newest version, which is locked and left in t->slot: TM_Updated
+ * asks the caller to check it again and update it with another call.
+ * TM_Deleted and TM_SelfModified: nothing to update.
+ */
+TM_Result
+tenure_table_update(TenureTable *t, int n, const int *cols,
+					const Datum *values, const bool *isnull)
+{
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	ItemPointerData otid = t->slot->tts_tid;
+	TenureUpdateIndexes update_indexes;
+	TM_Result	r;
+	int			i;
+
+	tenure_table_writer(t);
+	ExecClearTuple(t->out);
+	slot_getallattrs(t->slot);
+	memcpy(t->out->tts_values, t->slot->tts_values,
+		   sizeof(Datum) * t->slot->tts_tupleDescriptor->natts);
+	memcpy(t->out->tts_isnull, t->slot->tts_isnull,
+		   sizeof(bool) * t->slot->tts_tupleDescriptor->natts);
+	for (i = 0; i < n; i++)
+	{
+		t->out->tts_values[t->att[cols[i]] - 1] = values[i];
+		t->out->tts_isnull[t->att[cols[i]] - 1] = isnull[i];
+	}
+	ExecStoreVirtualTuple(t->out);
+	tenure_table_check(t);
+
+	r = table_tuple_update(t->rel, &otid, t->out, t->cid, t->snapshot,
+						   InvalidSnapshot, true, &tmfd, &lockmode,
+						   &update_indexes);
+	if (r == TM_Ok)
+	{
+		if (TENURE_UPDATE_NEEDS_INDEXES(update_indexes))
+			(void) tenure_insert_index_tuples(t->rri, t->out, t->estate, true,
+											  update_indexes);
+		return r;
+	}
+	if (r == TM_SelfModified)
+		return r;
+	tenure_table_serialization_failure(r);
+	if (r == TM_Deleted)
+		return r;
+	if (r != TM_Updated)
+		elog(ERROR, "unexpected table_tuple_update status: %u", r);
+
+	/* READ COMMITTED: lock the newest version for the caller's check */
+	r = table_tuple_lock(t->rel, &otid, t->snapshot, t->slot, t->cid,
+						 lockmode, LockWaitBlock,
+						 TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+	if (r == TM_Ok)
+		return TM_Updated;
+	if (r != TM_Deleted && r != TM_SelfModified)
+		elog(ERROR, "unexpected table_tuple_lock status: %u", r);
+	return r;
+}
+
+/*
+ * Delete the row in t->slot unless another transaction holds it: what
+ * locking it FOR UPDATE SKIP LOCKED and then deleting it does, without
+ * the lock's own WAL record.  A row a concurrent transaction changed since
+ * the statement's snapshot is not deleted either (the DELETE would not
+ * see its new version), and fails with 40001 in REPEATABLE READ and
+ * SERIALIZABLE, as its lock would.  Returns whether it deleted the row.
+ */
+bool
+tenure_table_delete_unlocked(TenureTable *t)
+{
+	TM_FailureData tmfd;
+	ItemPointerData tid = t->slot->tts_tid;
+	TM_Result	r;
+
+	r = table_tuple_delete(t->rel, &tid, t->cid, t->snapshot, InvalidSnapshot,
+						   false, &tmfd, false);
+	switch (r)
+	{
+		case TM_Ok:
+			return true;
+		case TM_BeingModified:
+		case TM_SelfModified:
+			return false;
+		case TM_Updated:
+		case TM_Deleted:
+			tenure_table_serialization_failure(TM_Updated);
+			return false;
+		default:
+			break;
+	}
+	elog(ERROR, "unexpected table_tuple_delete status: %u", r);
+	return false;				/* keep compiler quiet */
+}
+
+/*
+ * Insert a row whose columns (all of the table's, by their numbers) are
+ * values, as INSERT does: index entries, unique checks.
+ */
+void
+tenure_table_insert(TenureTable *t, const Datum *values, const bool *isnull)
+{
+	int			ncols = t->id == TENURE_TABLE_LEASE ?
+		TENURE_LEASE_NCOLS : TENURE_HISTORY_NCOLS;
+	int			i;
+
+	Assert(t->id == TENURE_TABLE_HISTORY);	/* whose columns are all known */
+	tenure_table_writer(t);
+	ExecClearTuple(t->out);
+	for (i = 0; i < t->out->tts_tupleDescriptor->natts; i++)
+		t->out->tts_isnull[i] = true;
+	for (i = 0; i < ncols; i++)
+	{
+		t->out->tts_values[t->att[i] - 1] = values[i];
+		t->out->tts_isnull[t->att[i] - 1] = isnull[i];
+	}
+	ExecStoreVirtualTuple(t->out);
+	tenure_table_check(t);
+	table_tuple_insert(t->rel, t->out, t->cid, 0, NULL);
+	(void) tenure_insert_index_tuples(t->rri, t->out, t->estate, false,
+									  TENURE_UPDATE_ALL_INDEXES);
+}
+
+/*
+ * Find the lease's row (tenure.lease, opened by t) that the statement's
+ * snapshot sees, into t->slot; false if there is none.
+ */
+bool
+tenure_lease_find(TenureTable *t, const char *name)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	bool		found;
+
+	Assert(t->id == TENURE_TABLE_LEASE);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(name));
+	scan = tenure_table_scan(t, TENURE_INDEX_LEASE_NAME, &key, 1);
+	found = tenure_table_next(t, scan);
+	tenure_table_end_scan(scan);
+	return found;
+}
+
+/*
+ * Lock the lease's row that tenure_lease_find() found, as SELECT ... FROM
+ * tenure.lease WHERE name = $1 FOR <mode> [SKIP LOCKED] does: the newest
+ * version, if it still has that name (EvalPlanQual's check).  Returns
+ * TM_Ok when locked, TM_WouldBlock as tenure_table_lock(), else another
+ * result for a row the SQL would not return.
+ */
+TM_Result
+tenure_lease_lock(TenureTable *t, const char *name, LockTupleMode mode,
+				  LockWaitPolicy wait)
+{
+	bool		traversed;
+	bool		isnull;
+	TM_Result	r = tenure_table_lock(t, mode, wait, &traversed);
+
+	if (r == TM_Ok && traversed &&
+		strcmp(TextDatumGetCString(tenure_table_get(t, TENURE_LEASE_NAME,
+													&isnull)), name) != 0)
+		return TM_Deleted;
+	return r;
+}
+
 /* The columns of a lease's row that TenureRow holds, in its order. */
 #define TENURE_ROW_COLUMNS \
 	"SELECT id, owner::pg_catalog.oid::pg_catalog.int8," \
@@ -266,20 +1082,15 @@ tenure_spi_int8(int col, bool *isnull)
 	" FROM tenure.lease WHERE name OPERATOR(pg_catalog.=) $1"
 
 /*
- * Read interval column col (1-based) of row 0 of the last SPI result in
- * microseconds, converted as arguments are (tenure_interval_us()).  False
- * if it is null or outside min_us .. max_us; then the value, as text, is in
+ * A ttl or hold-off of a lease's row (d, unless isnull) in microseconds,
+ * converted as arguments are (tenure_interval_us()).  False if it is null
+ * or outside min_us .. max_us; then the value, as text, is in
  * row->bad_value unless a value before it was bad already.
  */
 static bool
-tenure_spi_interval(int col, TenureRow *row, const char *setting,
+tenure_row_interval(Datum d, bool isnull, TenureRow *row, const char *setting,
 					int64 min_us, int64 max_us, int64 *us)
 {
-	Datum		d;
-	bool		isnull;
-
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col,
-					  &isnull);
 	if (!isnull &&
 		tenure_interval_us(DatumGetIntervalP(d), min_us, max_us, us) ==
 		TENURE_INTERVAL_OK)
@@ -296,35 +1107,32 @@ tenure_spi_interval(int col, TenureRow *row, const char *setting,
 }
 
 /*
- * Fill row from the first row of the last SPI result (TENURE_ROW_COLUMNS).
- * A ttl or hold-off out of bounds does not fail here: whoever only reads
- * the lease's epoch or drops it does not need them (tenure_load_entry()
- * refuses it).
+ * Set row's ttl and hold-off from the row's values.  A ttl or hold-off out
+ * of bounds does not fail here: whoever only reads the lease's epoch or
+ * drops it does not need them (tenure_load_entry() refuses it).
  */
 static void
-tenure_row_from_spi(const char *name, TenureRow *row)
+tenure_row_settings(TenureRow *row, Datum ttl, bool ttl_null, Datum holdoff,
+					bool holdoff_null)
 {
-	bool		isnull;
-
-	row->id = tenure_spi_int8(1, NULL);
-	row->owner = (Oid) tenure_spi_int8(2, NULL);
 	row->bad_setting = NULL;
 	row->bad_value[0] = '\0';
-	if (!tenure_spi_interval(3, row, "ttl", 1, TENURE_MAX_TTL_US,
+	if (!tenure_row_interval(ttl, ttl_null, row, "ttl", 1, TENURE_MAX_TTL_US,
 							 &row->ttl_us))
 		row->ttl_us = -1;
-	(void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4,
-						 &isnull);
-	if (isnull ||
-		!tenure_spi_interval(4, row, "holdoff", 0, TENURE_MAX_HOLDOFF_US,
-							 &row->holdoff_us))
+	if (holdoff_null ||
+		!tenure_row_interval(holdoff, false, row, "holdoff", 0,
+							 TENURE_MAX_HOLDOFF_US, &row->holdoff_us))
 		row->holdoff_us = -1;
-	row->lock_key = tenure_spi_int8(5, &isnull);
-	row->has_lock_key = !isnull;
-	row->epoch = tenure_spi_int8(6, NULL);
-	row->fence_lock = (int) tenure_spi_int8(7, NULL);
-	row->own = TransactionIdIsCurrentTransactionId((TransactionId)
-												   tenure_spi_int8(8, NULL));
+}
+
+/*
+ * What every way of reading a row sets alike; fails for a fence_lock out
+ * of range.
+ */
+static void
+tenure_row_finish(const char *name, TenureRow *row)
+{
 	row->restart_ttl_us = row->ttl_us;
 	row->settings_gen = 0;		/* never current: see tenure_load_committed() */
 	if (row->fence_lock < 0 || row->fence_lock >= TENURE_FENCE_LOCKS)
@@ -334,6 +1142,78 @@ tenure_row_from_spi(const char *name, TenureRow *row)
 						row->fence_lock),
 				 errdetail("tenure.lease.fence_lock must be between 0 and %d.",
 						   TENURE_FENCE_LOCKS - 1)));
+}
+
+/*
+ * Fill row from the first row of the last SPI result (TENURE_ROW_COLUMNS).
+ */
+static void
+tenure_row_from_spi(const char *name, TenureRow *row)
+{
+	bool		isnull;
+	bool		ttl_null;
+	bool		holdoff_null;
+	Datum		ttl;
+	Datum		holdoff;
+
+	row->id = tenure_spi_int8(1, NULL);
+	row->owner = (Oid) tenure_spi_int8(2, NULL);
+	ttl = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3,
+						&ttl_null);
+	holdoff = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4,
+							&holdoff_null);
+	tenure_row_settings(row, ttl, ttl_null, holdoff, holdoff_null);
+	row->lock_key = tenure_spi_int8(5, &isnull);
+	row->has_lock_key = !isnull;
+	row->epoch = tenure_spi_int8(6, NULL);
+	row->fence_lock = (int) tenure_spi_int8(7, NULL);
+	row->own = TransactionIdIsCurrentTransactionId((TransactionId)
+												   tenure_spi_int8(8, NULL));
+	tenure_row_finish(name, row);
+}
+
+/*
+ * Column col of the lease's row in t->slot as a bigint (0 if null).
+ */
+static int64
+tenure_lease_int8(TenureTable *t, TenureLeaseCol col, bool *isnull)
+{
+	bool		n;
+	Datum		d = tenure_table_get(t, col, &n);
+
+	if (isnull != NULL)
+		*isnull = n;
+	return n ? 0 : DatumGetInt64(d);
+}
+
+/*
+ * Fill row from the lease's row in t->slot, as tenure_row_from_spi() does
+ * from the SQL's.
+ */
+static void
+tenure_row_from_table(const char *name, TenureTable *t, TenureRow *row)
+{
+	bool		isnull;
+	bool		ttl_null;
+	bool		holdoff_null;
+	Datum		d;
+	Datum		ttl;
+	Datum		holdoff;
+
+	row->id = tenure_lease_int8(t, TENURE_LEASE_ID, NULL);
+	d = tenure_table_get(t, TENURE_LEASE_OWNER, &isnull);
+	row->owner = isnull ? InvalidOid : DatumGetObjectId(d);
+	ttl = tenure_table_get(t, TENURE_LEASE_TTL, &ttl_null);
+	holdoff = tenure_table_get(t, TENURE_LEASE_HOLDOFF, &holdoff_null);
+	tenure_row_settings(row, ttl, ttl_null, holdoff, holdoff_null);
+	row->lock_key = tenure_lease_int8(t, TENURE_LEASE_LOCK_KEY, &isnull);
+	row->has_lock_key = !isnull;
+	row->epoch = tenure_lease_int8(t, TENURE_LEASE_EPOCH, NULL);
+	d = tenure_table_get(t, TENURE_LEASE_FENCE_LOCK, &isnull);
+	row->fence_lock = isnull ? 0 : DatumGetInt16(d);
+	d = slot_getsysattr(t->slot, MinTransactionIdAttributeNumber, &isnull);
+	row->own = TransactionIdIsCurrentTransactionId(DatumGetTransactionId(d));
+	tenure_row_finish(name, row);
 }
 
 /*
@@ -349,23 +1229,54 @@ tenure_no_such_lease(const char *name)
 }
 
 /*
- * Load a lease's row as the caller's transaction sees it; inside an SPI
- * session.  Fails with 42704 if there is no such lease.  for_update locks
- * the row.  Never build a shared entry from this row: under REPEATABLE
- * READ it may be older than the catalog (tenure_load_committed).
+ * tenure_load_row() by its SQL statement, in an SPI session of its own.
  */
-void
-tenure_load_row(const char *name, TenureRow *row, bool for_update)
+static void
+tenure_load_row_sql(const char *name, TenureRow *row, bool for_update)
 {
+	TenureSpi	spi;
 	Datum		args[1];
 
 	args[0] = CStringGetTextDatum(name);
+	tenure_spi_begin(&spi);
 	tenure_spi_exec(for_update ? TENURE_ROW_COLUMNS " FOR UPDATE" :
 					TENURE_ROW_COLUMNS,
 					"t", args, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		tenure_no_such_lease(name);
 	tenure_row_from_spi(name, row);
+	tenure_spi_end(&spi);
+}
+
+/*
+ * Load a lease's row as the caller's transaction sees it, as SELECT ...
+ * FROM tenure.lease WHERE name = $1 [FOR UPDATE] does (direct access, or
+ * that statement).  Fails with 42704 if there is no such lease.
+ * for_update locks the row.  Never build a shared entry from this row:
+ * under REPEATABLE READ it may be older than the catalog
+ * (tenure_load_committed).
+ */
+void
+tenure_load_row(const char *name, TenureRow *row, bool for_update)
+{
+	TenureTable t;
+	bool		found;
+
+	if (!tenure_table_open(&t, TENURE_TABLE_LEASE,
+						   for_update ? RowShareLock : AccessShareLock,
+						   for_update ? "SELECT FOR UPDATE" : NULL))
+	{
+		tenure_load_row_sql(name, row, for_update);
+		return;
+	}
+	found = tenure_lease_find(&t, name);
+	if (found && for_update)
+		found = tenure_lease_lock(&t, name, LockTupleExclusive,
+								  LockWaitBlock) == TM_Ok;
+	if (!found)
+		tenure_no_such_lease(name);
+	tenure_row_from_table(name, &t, row);
+	tenure_table_close(&t);
 }
 
 /*
@@ -700,6 +1611,7 @@ tenure_catalog_init(void)
 {
 	CacheRegisterSyscacheCallback(AUTHOID, tenure_acting_reset, (Datum) 0);
 	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, tenure_acting_reset, (Datum) 0);
+	CacheRegisterRelcacheCallback(tenure_layout_reset, (Datum) 0);
 }
 
 /*

@@ -24,7 +24,8 @@
  *		tenure_epoch_shmem_size() - bytes of the clock
  *		tenure_epoch_shmem_init() - create or attach to it
  *
- * inside an SPI session (catalog.c), on a primary:
+ * on a primary (its row is read and written by direct access, catalog.c,
+ * or by SQL statements where tenure.lease has objects of the user's):
  *		tenure_issue_epoch() - the lease's next epoch, written to its row
  *
  *-------------------------------------------------------------------------
@@ -163,13 +164,72 @@ tenure_clock_used(TimeLineID tli, int64 value)
 }
 
 /*
- * Lock the lease's row and read what issuing needs.  With locked NULL,
- * wait for the row lock; else take it only if it is free, and return
+ * Whether the lease has a row that a new statement's snapshot sees (SELECT
+ * 1 FROM tenure.lease WHERE name = $1).
+ */
+static bool
+tenure_epoch_row_exists(const char *name)
+{
+	TenureTable t;
+	bool		found;
+
+	/* (the caller reads the row by direct access, under a lock) */
+	if (!tenure_table_open(&t, TENURE_TABLE_LEASE, AccessShareLock, NULL))
+		elog(ERROR, "tenure.lease changed while an epoch was issued");
+	found = tenure_lease_find(&t, name);
+	tenure_table_close(&t);
+	return found;
+}
+
+/*
+ * Lock the lease's row (tenure.lease, opened by t) as SELECT ... FOR NO KEY
+ * UPDATE does, and read what issuing needs.  With locked NULL, wait for
+ * the row lock; else take it only if it is free (SKIP LOCKED), and return
  * false with *locked set if another transaction holds it.  Fails with
  * 42704 if there is no such lease.
  */
 static bool
-tenure_epoch_lock_row(const char *name, bool *locked, TenureEpochRow *row)
+tenure_epoch_lock_row(TenureTable *t, const char *name, bool *locked,
+					  TenureEpochRow *row)
+{
+	TM_Result	r = TM_Deleted;
+	bool		isnull;
+	Datum		d;
+
+	if (tenure_lease_find(t, name))
+		r = tenure_lease_lock(t, name, LockTupleNoKeyExclusive,
+							  locked != NULL ? LockWaitSkip : LockWaitBlock);
+	if (locked != NULL)
+	{
+		*locked = false;
+		/* locked by another transaction, or dropped (reported below) */
+		if (r != TM_Ok && tenure_epoch_row_exists(name))
+		{
+			*locked = true;
+			return false;
+		}
+	}
+	if (r != TM_Ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lease \"%s\" does not exist", name),
+				 errhint("Create it with tenure.create_lease().")));
+	row->stored = DatumGetInt64(tenure_table_get(t, TENURE_LEASE_EPOCH, &isnull));
+	row->base = DatumGetInt64(tenure_table_get(t, TENURE_LEASE_BASE, &isnull));
+	d = tenure_table_get(t, TENURE_LEASE_ISSUED_SYSID, &isnull);
+	row->foreign = isnull ? row->stored > 0 :
+		DatumGetInt64(d) != (int64) GetSystemIdentifier();
+	d = tenure_table_get(t, TENURE_LEASE_ISSUED_TLI, &isnull);
+	row->issued_tli = isnull ? 0 : DatumGetInt64(d);
+	row->has_tli = !isnull;
+	return true;
+}
+
+/*
+ * tenure_epoch_lock_row() by its SQL statements, inside an SPI session.
+ */
+static bool
+tenure_epoch_lock_row_sql(const char *name, bool *locked, TenureEpochRow *row)
 {
 	Datum		args[1];
 	bool		isnull;
@@ -212,6 +272,58 @@ tenure_epoch_lock_row(const char *name, bool *locked, TenureEpochRow *row)
 	row->issued_tli = tenure_spi_int8(4, &isnull);
 	row->has_tli = !isnull;
 	return true;
+}
+
+/*
+ * tenure_epoch_write() by its SQL statement, inside an SPI session.
+ */
+static void
+tenure_epoch_write_sql(const char *name, int64 epoch, int64 base,
+					   TimeLineID tli)
+{
+	Datum		args[5];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = Int64GetDatum(base);
+	args[3] = Int64GetDatum((int64) GetSystemIdentifier());
+	args[4] = Int64GetDatum((int64) tli);
+	tenure_spi_exec("UPDATE tenure.lease SET epoch = $2, base = $3,"
+					" issued_sysid = $4, issued_tli = $5"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
+					"tiiii", args, NULL, SPI_OK_UPDATE);
+	/* the row is locked: only a trigger or rule of the user's can skip it */
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the epoch of lease \"%s\" was not written to tenure.lease", name),
+				 errdetail("A trigger or rule on tenure.lease skipped the update of its row."),
+				 errhint("Triggers and rules on pg_tenure's tables must not skip or redirect its writes.")));
+}
+
+/*
+ * Write the issued epoch to the lease's row, locked in t->slot (UPDATE
+ * tenure.lease SET epoch, base, issued_sysid, issued_tli).  The values
+ * meet the row's constraints: base stays >= 0 (tenure_epoch_next() only
+ * raises it, to epoch - clock > base).
+ */
+static void
+tenure_epoch_write(TenureTable *t, const char *name, int64 epoch, int64 base,
+				   TimeLineID tli)
+{
+	static const int cols[4] = {TENURE_LEASE_EPOCH, TENURE_LEASE_BASE,
+	TENURE_LEASE_ISSUED_SYSID, TENURE_LEASE_ISSUED_TLI};
+	Datum		values[4];
+	bool		isnull[4] = {0};
+
+	Assert(base >= 0);
+	values[0] = Int64GetDatum(epoch);
+	values[1] = Int64GetDatum(base);
+	values[2] = Int64GetDatum((int64) GetSystemIdentifier());
+	values[3] = Int64GetDatum((int64) tli);
+	/* we hold the row's lock: nobody else changed it */
+	if (tenure_table_update(t, 4, cols, values, isnull) != TM_Ok)
+		elog(ERROR, "could not write the epoch of lease \"%s\"", name);
 }
 
 /*
@@ -306,24 +418,38 @@ tenure_epoch_cover(const char *name, TimeLineID tli, int64 clock)
 
 /*
  * Issue the lease's next epoch in its row and return it (src/README,
- * "Issuing epochs").  Inside an SPI session; floor is the latest epoch
- * shared memory has seen for the lease in this database since the server
- * started.  With locked non-NULL the call does not wait for the lease's
- * row: if another transaction holds it, it returns 0 with *locked set.
+ * "Issuing epochs").  floor is the latest epoch shared memory has seen for
+ * the lease in this database since the server started.  With locked
+ * non-NULL the call does not wait for the lease's row: if another
+ * transaction holds it, it returns 0 with *locked set.
  * Fails with 42704 for an unknown lease, 55000 where the epoch clock went
  * back (E8), 54000 beyond the limits of int64 or the clock.
  */
 int64
 tenure_issue_epoch(const char *name, int64 floor, bool *locked)
 {
+	TenureTable t;
+	TenureSpi	spi;
 	TenureEpochRow row;
-	Datum		args[5];
 	TimeLineID	tli;
 	int64		clock;
 	int64		epoch;
+	bool		direct;
 
-	if (!tenure_epoch_lock_row(name, locked, &row))
+	/* direct access, or the SQL statements if the table has user objects */
+	direct = tenure_table_open(&t, TENURE_TABLE_LEASE, RowExclusiveLock,
+							   "SELECT FOR NO KEY UPDATE");
+	if (!direct)
+		tenure_spi_begin(&spi);
+	if (!(direct ? tenure_epoch_lock_row(&t, name, locked, &row) :
+		  tenure_epoch_lock_row_sql(name, locked, &row)))
+	{
+		if (direct)
+			tenure_table_close(&t);
+		else
+			tenure_spi_end(&spi);
 		return 0;
+	}
 
 	/* a row issued elsewhere: its epochs continue above what it brought (E7) */
 	if (row.foreign)
@@ -336,17 +462,16 @@ tenure_issue_epoch(const char *name, int64 floor, bool *locked)
 	clock = tenure_clock_draw(tli, tenure_clock_of(name, tli, GetXLogInsertRecPtr()) + 1);
 
 	epoch = tenure_epoch_next(name, &row, tli, clock, floor);
-
-	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(epoch);
-	args[2] = Int64GetDatum(row.base);
-	args[3] = Int64GetDatum((int64) GetSystemIdentifier());
-	args[4] = Int64GetDatum((int64) tli);
-	tenure_spi_exec("UPDATE tenure.lease SET epoch = $2, base = $3,"
-					" issued_sysid = $4, issued_tli = $5"
-					" WHERE name OPERATOR(pg_catalog.=) $1",
-					"tiiii", args, NULL, SPI_OK_UPDATE);
-	Assert(SPI_processed == 1);
+	if (direct)
+	{
+		tenure_epoch_write(&t, name, epoch, row.base, tli);
+		tenure_table_close(&t);
+	}
+	else
+	{
+		tenure_epoch_write_sql(name, epoch, row.base, tli);
+		tenure_spi_end(&spi);
+	}
 
 	tenure_epoch_cover(name, tli, clock);
 	return epoch;

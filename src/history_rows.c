@@ -11,10 +11,16 @@
  * pg_tenure_end_reasons(), a C function that the extension does not create
  * (so it costs nothing in its SQL surface): the test binds it itself.
  *
- * Every statement runs inside an SPI session (catalog.c,
- * tenure_spi_begin()).  A lease's rows change under its row lock in
- * tenure.lease, or skip rows another transaction has locked (src/README,
- * F10, "History").  Who calls what:
+ * The statements that run on every acquire and release reach the rows by
+ * direct access (catalog.c): the new tenure's row, the trim, the end a
+ * transaction makes itself, and, before a new tenure, the look for rows
+ * left open, which usually finds none.  Where tenure.history or
+ * tenure.lease has triggers, rules, row security, columns or constraints
+ * of the user's, which direct access would not apply, they run as the SQL
+ * statements that each names instead.  Closing rows left open and the
+ * history writer's statements run through SPI.  A lease's rows change
+ * under its row lock in tenure.lease, or skip rows another transaction
+ * has locked (src/README, F10, "History").  Who calls what:
  *
  *		tenure_history_start() - a new tenure, claim or hand-off (acquire.c,
  *			lease.c), after tenure_issue_epoch()
@@ -23,8 +29,9 @@
  *		tenure_history_close_now() - an end the transaction itself makes:
  *			release, drop_lease, claim_epoch, handoff (lease.c)
  *		tenure_history_close_restarted(), tenure_history_close_ended() -
- *			the history writer (history.c)
- *		tenure_history_raise_ttl() - alter_lease (lease.c)
+ *			the history writer (history.c), inside its SPI session
+ *		tenure_history_raise_ttl() - alter_lease (lease.c), inside its SPI
+ *			session
  *
  * Reads of the history that belong to a lease's row stay with it:
  * create_lease continues a dropped lease's lineage (lease.c), and loading
@@ -36,6 +43,7 @@
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -45,7 +53,9 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "pg_tenure.h"
 #include "state.h"
@@ -100,13 +110,177 @@ tenure_continued_listed(void)
 }
 
 /*
+ * The values the lease's row gives a new history row (tenure.lease's
+ * issued_sysid, issued_tli, base, ttl), as the calling transaction left
+ * it, into values and isnull (by TenureHistoryCol); *found is false if
+ * the lease has no row.  Returns false, with nothing read, if tenure.lease
+ * has objects of the user's (catalog.c).
+ */
+static bool
+tenure_history_lease_values(const char *name, Datum *values, bool *isnull,
+							bool *found)
+{
+	TenureTable lease;
+
+	if (!tenure_table_open(&lease, TENURE_TABLE_LEASE, AccessShareLock, NULL))
+		return false;
+	*found = tenure_lease_find(&lease, name);
+	if (*found)
+	{
+		values[TENURE_HISTORY_ISSUED_SYSID] =
+			tenure_table_copy(&lease, TENURE_LEASE_ISSUED_SYSID,
+							  &isnull[TENURE_HISTORY_ISSUED_SYSID]);
+		values[TENURE_HISTORY_ISSUED_TLI] =
+			tenure_table_copy(&lease, TENURE_LEASE_ISSUED_TLI,
+							  &isnull[TENURE_HISTORY_ISSUED_TLI]);
+		/* open where it was issued (TENURE_CONTINUED moves it on) */
+		values[TENURE_HISTORY_OPEN_TLI] = values[TENURE_HISTORY_ISSUED_TLI];
+		isnull[TENURE_HISTORY_OPEN_TLI] = isnull[TENURE_HISTORY_ISSUED_TLI];
+		values[TENURE_HISTORY_BASE] =
+			tenure_table_copy(&lease, TENURE_LEASE_BASE,
+							  &isnull[TENURE_HISTORY_BASE]);
+		values[TENURE_HISTORY_TTL] =
+			tenure_table_copy(&lease, TENURE_LEASE_TTL,
+							  &isnull[TENURE_HISTORY_TTL]);
+	}
+	tenure_table_close(&lease);
+	return true;
+}
+
+/*
+ * The trim of tenure_history_trim() by its SQL statement, in an SPI
+ * session of its own; rows another transaction is closing are left for a
+ * later pass.
+ */
+static void
+tenure_history_trim_sql(const char *name)
+{
+	TenureSpi	spi;
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum((int64) tenure_history_per_lease);
+	tenure_spi_begin(&spi);
+	tenure_spi_exec("DELETE FROM tenure.history"
+					" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					"  SELECT ctid FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
+					"  AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
+					"   WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
+					"   OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)"
+					"  FOR UPDATE SKIP LOCKED))",
+					"ti", args, NULL, SPI_OK_DELETE);
+	tenure_spi_end(&spi);
+}
+
+/*
+ * Trim the lease's rows to the tenure.history_per_lease most recent, as
+ * DELETE FROM tenure.history WHERE ctid = ANY (ARRAY(SELECT ctid FROM
+ * tenure.history WHERE lease = $1 AND epoch < (the epoch of its N-th
+ * newest row) FOR UPDATE SKIP LOCKED)) does, by direct access: the lease's
+ * rows newest first, by the primary key, the N newest counted as an
+ * index-only scan counts them; each row after them is deleted unless
+ * another transaction holds it (a later pass will) or a concurrent one
+ * changed it (the DELETE's snapshot would not see the new version).  By
+ * that statement where the table has objects of the user's.
+ */
+static void
+tenure_history_trim(const char *name)
+{
+	TenureTable t;
+	ScanKeyData key;
+	IndexScanDesc scan;
+
+	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "DELETE"))
+	{
+		tenure_history_trim_sql(name);
+		return;
+	}
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(name));
+	scan = tenure_table_scan(&t, TENURE_INDEX_HISTORY_EPOCH, &key, 1);
+	if (tenure_table_skip_back(&t, scan, tenure_history_per_lease))
+	{
+		while (tenure_table_prev(&t, scan))
+			(void) tenure_table_delete_unlocked(&t);
+	}
+	tenure_table_end_scan(scan);
+	tenure_table_close(&t);
+}
+
+/*
+ * Insert the history row of a new tenure or epoch by direct access (see
+ * tenure_history_start()); the row meets the table's constraints (it is
+ * open: no end_reason).  Returns false, with nothing written, if
+ * tenure.history or tenure.lease has objects of the user's.
+ */
+static bool
+tenure_history_insert(const char *name, int64 epoch, const char *holder,
+					  bool session_bound)
+{
+	TenureTable t;
+	Datum		values[TENURE_HISTORY_NCOLS];
+	bool		isnull[TENURE_HISTORY_NCOLS] = {0};
+	bool		found;
+
+	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "INSERT"))
+		return false;
+	if (!tenure_history_lease_values(name, values, isnull, &found))
+	{
+		tenure_table_close(&t);
+		return false;
+	}
+	if (found)
+	{
+		values[TENURE_HISTORY_LEASE] = CStringGetTextDatum(name);
+		values[TENURE_HISTORY_EPOCH] = Int64GetDatum(epoch);
+		values[TENURE_HISTORY_HOLDER] = CStringGetTextDatum(holder);
+		values[TENURE_HISTORY_SESSION_BOUND] = BoolGetDatum(session_bound);
+		values[TENURE_HISTORY_STARTED] = TimestampTzGetDatum(GetCurrentTimestamp());
+		isnull[TENURE_HISTORY_ENDED] = true;
+		isnull[TENURE_HISTORY_END_REASON] = true;
+		values[TENURE_HISTORY_BOOT_ID] = Int64GetDatum(tenure_boot_id());
+		tenure_table_insert(&t, values, isnull);
+	}
+	tenure_table_close(&t);
+	return true;
+}
+
+/*
+ * tenure_history_insert() by its SQL statement, in an SPI session of its
+ * own: the statement applies what the user added to the tables.
+ */
+static void
+tenure_history_insert_sql(const char *name, int64 epoch, const char *holder,
+						  bool session_bound)
+{
+	TenureSpi	spi;
+	Datum		args[5];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = Int64GetDatum(epoch);
+	args[2] = CStringGetTextDatum(holder);
+	args[3] = BoolGetDatum(session_bound);
+	args[4] = Int64GetDatum(tenure_boot_id());
+	tenure_spi_begin(&spi);
+	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
+					" boot_id, issued_sysid, issued_tli, open_tli, base, ttl)"
+					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
+					" issued_sysid, issued_tli, issued_tli, base, ttl FROM tenure.lease"
+					" WHERE name OPERATOR(pg_catalog.=) $1",
+					"titbi", args, NULL, SPI_OK_INSERT);
+	tenure_spi_end(&spi);
+}
+
+/*
  * Record a new tenure or epoch in tenure.history and trim the lease's rows
- * to the tenure.history_per_lease most recent.  Inside an SPI session,
- * after tenure_issue_epoch.  The row keeps the lease's base and where the
- * epoch was issued, so that create_lease can continue a dropped lease's
- * lineage, and its ttl, so that a lease created again under its name
- * keeps the hold-off of a holder it dropped after a restart
- * (catalog.c, tenure_carry_of()).
+ * to the tenure.history_per_lease most recent; after tenure_issue_epoch.
+ * The row keeps the lease's base and where the epoch was issued, so that
+ * create_lease can continue a dropped lease's lineage, and its ttl, so
+ * that a lease created again under its name keeps the hold-off of a holder
+ * it dropped after a restart (catalog.c, tenure_carry_of()).  As INSERT
+ * INTO tenure.history ... SELECT ... FROM tenure.lease WHERE name = $1,
+ * by direct access, or by that statement where either table has objects
+ * of the user's (catalog.c).
  *
  * Finding the rows beyond the most recent N costs a scan of N index
  * entries, so the trim runs only when the lease's committed tenures and
@@ -121,34 +295,82 @@ tenure_history_start(const char *name, int64 epoch, const char *holder,
 					 bool session_bound)
 {
 	TenureKey	key;
-	Datum		args[5];
 
-	args[0] = CStringGetTextDatum(name);
-	args[1] = Int64GetDatum(epoch);
-	args[2] = CStringGetTextDatum(holder);
-	args[3] = BoolGetDatum(session_bound);
-	args[4] = Int64GetDatum(tenure_boot_id());
-	tenure_spi_exec("INSERT INTO tenure.history (lease, epoch, holder, session_bound, started,"
-					" boot_id, issued_sysid, issued_tli, open_tli, base, ttl)"
-					" SELECT $1, $2, $3, $4, pg_catalog.clock_timestamp(), $5,"
-					" issued_sysid, issued_tli, issued_tli, base, ttl FROM tenure.lease"
-					" WHERE name OPERATOR(pg_catalog.=) $1",
-					"titbi", args, NULL, SPI_OK_INSERT);
+	if (!tenure_history_insert(name, epoch, holder, session_bound))
+		tenure_history_insert_sql(name, epoch, holder, session_bound);
 
 	tenure_make_key(&key, MyDatabaseId, name);
-	if (!tenure_state_history_trim_due(&key))
-		return;
+	if (tenure_state_history_trim_due(&key))
+		tenure_history_trim(name);
+}
 
-	/* rows another transaction is closing are left for a later pass */
-	args[1] = Int64GetDatum((int64) tenure_history_per_lease);
-	tenure_spi_exec("DELETE FROM tenure.history"
-					" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					"  SELECT ctid FROM tenure.history WHERE lease OPERATOR(pg_catalog.=) $1"
-					"  AND epoch OPERATOR(pg_catalog.<) (SELECT epoch FROM tenure.history"
-					"   WHERE lease OPERATOR(pg_catalog.=) $1 ORDER BY epoch DESC"
-					"   OFFSET $2 OPERATOR(pg_catalog.-) 1 LIMIT 1)"
-					"  FOR UPDATE SKIP LOCKED))",
-					"ti", args, NULL, SPI_OK_DELETE);
+/*
+ * Whether a row of tenure.history that a new statement's snapshot sees is
+ * open and has a key in one of the ranges (each: strategy and value of
+ * the index's one column) of index, which is partial on ended IS NULL.
+ * Such rows are what the UPDATEs that close rows would look at; when
+ * there are none, they would change nothing.  True, without a look, where
+ * the table has objects of the user's: the UPDATEs find out.
+ */
+static bool
+tenure_history_any_open(TenureIndexId index, int nranges,
+						const StrategyNumber *strategies,
+						const RegProcedure *procs, const Datum *keys)
+{
+	TenureTable t;
+	bool		found = false;
+	int			i;
+
+	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, AccessShareLock, NULL))
+		return true;
+	for (i = 0; i < nranges && !found; i++)
+	{
+		ScanKeyData key;
+		IndexScanDesc scan;
+		bool		isnull;
+
+		ScanKeyInit(&key, 1, strategies[i], procs[i], keys[i]);
+		scan = tenure_table_scan(&t, index, &key, 1);
+		while (!found && tenure_table_next(&t, scan))
+		{
+			(void) tenure_table_get(&t, TENURE_HISTORY_ENDED, &isnull);
+			found = isnull;
+		}
+		tenure_table_end_scan(scan);
+	}
+	tenure_table_close(&t);
+	return found;
+}
+
+/*
+ * Whether the lease has an open row in tenure.history.
+ */
+static bool
+tenure_history_lease_open(const char *name)
+{
+	StrategyNumber strategy = BTEqualStrategyNumber;
+	RegProcedure proc = F_TEXTEQ;
+	Datum		key = CStringGetTextDatum(name);
+
+	return tenure_history_any_open(TENURE_INDEX_HISTORY_OPEN, 1, &strategy,
+								   &proc, &key);
+}
+
+/*
+ * Whether a row of any lease is open in tenure.history since an earlier
+ * server start (its boot_id is another).
+ */
+static bool
+tenure_history_restart_open(void)
+{
+	static const StrategyNumber strategies[2] = {BTLessStrategyNumber,
+	BTGreaterStrategyNumber};
+	static const RegProcedure procs[2] = {F_INT8LT, F_INT8GT};
+	Datum		keys[2];
+
+	keys[0] = keys[1] = Int64GetDatum(tenure_boot_id());
+	return tenure_history_any_open(TENURE_INDEX_HISTORY_OPEN_BOOT, 2,
+								   strategies, procs, keys);
 }
 
 /*
@@ -166,7 +388,9 @@ static TransactionId tenure_restart_rows_xid = InvalidTransactionId;
 /*
  * Close the rows of every lease left open by a server restart, unless a
  * transaction of this backend did so and committed, or this transaction
- * did already.
+ * did already.  Looks for such rows first: when there are none (what a
+ * backend usually finds), closing them would change nothing, and counts
+ * as done once the keeper knows what a promotion kept.
  */
 static void
 tenure_history_close_restarted_once(void)
@@ -178,27 +402,42 @@ tenure_history_close_restarted_once(void)
 		tenure_restart_rows_closed = true;
 	if (!tenure_restart_rows_closed &&
 		!(TransactionIdIsValid(tenure_restart_rows_xid) &&
-		  TransactionIdIsCurrentTransactionId(tenure_restart_rows_xid)) &&
-		tenure_history_close_restarted(NULL))
-		tenure_restart_rows_xid = GetTopTransactionId();
+		  TransactionIdIsCurrentTransactionId(tenure_restart_rows_xid)))
+	{
+		TenureSpi	spi;
+		bool		done;
+
+		if (!tenure_history_restart_open())
+			done = tenure_promotion_state(NULL) != TENURE_PROMOTION_UNKNOWN;
+		else
+		{
+			tenure_spi_begin(&spi);
+			done = tenure_history_close_restarted(NULL);
+			tenure_spi_end(&spi);
+		}
+		if (done)
+			tenure_restart_rows_xid = GetTopTransactionId();
+	}
 }
 
 /*
  * Record in tenure.history the end of every tenure of the lease that the
  * table still shows open: the one shared memory says ended, and any left
  * open by a server restart; and the tenures of other leases left open by
- * a server restart (see above).  Inside an SPI session.
+ * a server restart (see above).  Under the lease's row lock, after
+ * tenure_issue_epoch(): nobody else opens a row of the lease meanwhile,
+ * so when the lease has no open row (after a release, what a new tenure
+ * usually finds) there is nothing to close.
  */
 void
 tenure_history_close(const char *name, const TenureKey *key)
 {
+	TenureSpi	spi;
 	Datum		args[12];
 	bool		nulls[12] = {0};
 	const char *reason;
 	int64		epoch = 0;
 	TimestampTz ended = 0;
-
-	reason = tenure_state_ended(key, &epoch, &ended);
 
 	/*
 	 * Tenures of any lease that were open when the server went down.  Rows
@@ -209,6 +448,10 @@ tenure_history_close(const char *name, const TenureKey *key)
 	 * ends (see tenure_end_abandoned()).
 	 */
 	tenure_history_close_restarted_once();
+	if (!tenure_history_lease_open(name))
+		return;
+
+	reason = tenure_state_ended(key, &epoch, &ended);
 
 	/*
 	 * This lease's tenure that shared memory saw end.  A row locked by
@@ -231,6 +474,7 @@ tenure_history_close(const char *name, const TenureKey *key)
 	args[9] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_RESTARTED));
 	args[10] = CStringGetTextDatum(tenure_end_reason_text(TENURE_END_EXPIRED));
 	args[11] = tenure_continued_listed();
+	tenure_spi_begin(&spi);
 	tenure_spi_exec("UPDATE tenure.history SET"
 					" ended = CASE WHEN boot_id OPERATOR(pg_catalog.<>) $5"
 					"  AND NOT " TENURE_CONTINUED("$7", "$12")
@@ -246,6 +490,7 @@ tenure_history_close(const char *name, const TenureKey *key)
 					"  WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
 					"  FOR UPDATE SKIP LOCKED))",
 					"titziziitttI", args, nulls, SPI_OK_UPDATE);
+	tenure_spi_end(&spi);
 }
 
 /*
@@ -358,28 +603,103 @@ tenure_history_close_ended(const char *name, int64 epoch, const char *reason,
 }
 
 /*
- * Close, now, the lease's open rows with epochs from first to last, for a
- * reason the calling transaction makes itself (a release, drop_lease, a
- * claim or a hand-off), waiting for rows another transaction has locked.
- * Inside an SPI session, under the lease's row lock.
+ * Whether the row of tenure.history in t->slot is one of the lease's
+ * open rows with epochs from first to last.
  */
-void
-tenure_history_close_now(const char *name, TenureEndReason reason,
-						 int64 first, int64 last)
+static bool
+tenure_history_closes(TenureTable *t, const char *name, int64 first,
+					  int64 last)
 {
+	bool		isnull;
+	int64		epoch;
+
+	(void) tenure_table_get(t, TENURE_HISTORY_ENDED, &isnull);
+	if (!isnull)
+		return false;
+	epoch = DatumGetInt64(tenure_table_get(t, TENURE_HISTORY_EPOCH, &isnull));
+	return epoch >= first && epoch <= last &&
+		strcmp(TextDatumGetCString(tenure_table_get(t, TENURE_HISTORY_LEASE,
+													&isnull)), name) == 0;
+}
+
+/*
+ * tenure_history_close_now() by its SQL statement, in an SPI session of
+ * its own.
+ */
+static void
+tenure_history_close_now_sql(const char *name, TenureEndReason reason,
+							 int64 first, int64 last)
+{
+	TenureSpi	spi;
 	Datum		args[4];
 
-	Assert(tenure_end_reason_text(reason) != NULL);
 	args[0] = CStringGetTextDatum(name);
 	args[1] = CStringGetTextDatum(tenure_end_reason_text(reason));
 	args[2] = Int64GetDatum(first);
 	args[3] = Int64GetDatum(last);
+	tenure_spi_begin(&spi);
 	tenure_spi_exec("UPDATE tenure.history SET ended = pg_catalog.clock_timestamp(),"
 					" end_reason = $2"
 					" WHERE lease OPERATOR(pg_catalog.=) $1 AND ended IS NULL"
 					" AND epoch OPERATOR(pg_catalog.>=) $3"
 					" AND epoch OPERATOR(pg_catalog.<=) $4",
 					"ttii", args, NULL, SPI_OK_UPDATE);
+	tenure_spi_end(&spi);
+}
+
+/*
+ * Close, now, the lease's open rows with epochs from first to last, for a
+ * reason the calling transaction makes itself (a release, drop_lease, a
+ * claim or a hand-off), waiting for rows another transaction has locked.
+ * Under the lease's row lock.  As UPDATE tenure.history SET ended =
+ * clock_timestamp(), end_reason = reason WHERE lease = $1 AND ended IS
+ * NULL AND epoch BETWEEN first AND last, by direct access: a row a
+ * concurrent transaction updated is checked again in its newest version
+ * (READ COMMITTED).  The reason is one of tenure_end_reason_text()'s, which
+ * sql/end_reasons.sql compares with the CHECK constraint of end_reason.
+ * By that statement where the table has objects of the user's.
+ */
+void
+tenure_history_close_now(const char *name, TenureEndReason reason,
+						 int64 first, int64 last)
+{
+	static const int cols[2] = {TENURE_HISTORY_ENDED, TENURE_HISTORY_END_REASON};
+	TenureTable t;
+	ScanKeyData keys[3];
+	IndexScanDesc scan;
+	Datum		values[2];
+	bool		isnull[2] = {0};
+	bool		all = first == PG_INT64_MIN;
+
+	Assert(tenure_end_reason_text(reason) != NULL);
+	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "UPDATE"))
+	{
+		tenure_history_close_now_sql(name, reason, first, last);
+		return;
+	}
+	values[1] = CStringGetTextDatum(tenure_end_reason_text(reason));
+
+	/* a range of epochs by the primary key; all of them by the open rows */
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(name));
+	ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE,
+				Int64GetDatum(first));
+	ScanKeyInit(&keys[2], 2, BTLessEqualStrategyNumber, F_INT8LE,
+				Int64GetDatum(last));
+	scan = tenure_table_scan(&t, all ? TENURE_INDEX_HISTORY_OPEN :
+							 TENURE_INDEX_HISTORY_EPOCH, keys, all ? 1 : 3);
+	while (tenure_table_next(&t, scan))
+	{
+		TM_Result	r = TM_Updated;
+
+		while (r == TM_Updated && tenure_history_closes(&t, name, first, last))
+		{
+			values[0] = TimestampTzGetDatum(GetCurrentTimestamp());
+			r = tenure_table_update(&t, 2, cols, values, isnull);
+		}
+	}
+	tenure_table_end_scan(scan);
+	tenure_table_close(&t);
 }
 
 /*

@@ -584,7 +584,6 @@ pg_tenure_renew(PG_FUNCTION_ARGS)
 
 		if (!OidIsValid(owner))
 		{
-			TenureSpi	spi;
 			TenureRow	row;
 
 			/*
@@ -592,10 +591,8 @@ pg_tenure_renew(PG_FUNCTION_ARGS)
 			 * or its tenure continues from before a promotion (come back
 			 * once it is loaded)
 			 */
-			tenure_spi_begin(&spi);
 			tenure_load_row(name, &row, false);
-			tenure_check_owner(name, row.owner, spi.save_userid);
-			tenure_spi_end(&spi);
+			tenure_check_owner(name, row.owner, GetUserId());
 			if (attempt == 0 && tenure_ensure_continued(name, &key))
 				continue;
 			break;
@@ -629,7 +626,6 @@ pg_tenure_release(PG_FUNCTION_ARGS)
 {
 	char	   *name = tenure_arg_lease(fcinfo, 0);
 	char	   *holder = tenure_arg_text(fcinfo, 1, "holder", TENURE_HOLDER_MAX);
-	TenureSpi	spi;
 	TenureRow	row;
 	TenureKey	key;
 	bool		holds;
@@ -639,10 +635,9 @@ pg_tenure_release(PG_FUNCTION_ARGS)
 
 	tenure_key_of_holder(name, &key);
 
-	tenure_spi_begin(&spi);
 	/* locked until commit: a claim racing us re-checks after we are done */
 	tenure_load_row(name, &row, true);
-	tenure_check_owner(name, row.owner, spi.save_userid);
+	tenure_check_owner(name, row.owner, GetUserId());
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_txn_check_not_handed(&key, TENURE_ACT_RELEASE);
@@ -657,7 +652,6 @@ pg_tenure_release(PG_FUNCTION_ARGS)
 		tenure_txn_remember(TENURE_ACT_RELEASE, &key, epoch, 0);
 		tenure_notify("released", name, holder, epoch);
 	}
-	tenure_spi_end(&spi);
 
 	PG_RETURN_BOOL(holds);
 }

@@ -60,7 +60,8 @@ The rules:
    (pg_xact_commit_timestamp) a lease's rows carry non-decreasing epochs;
    each row's epoch was issued to the row's writer; no row committed after
    a greater epoch of its lease was issued (the issue's commit timestamp:
-   a trigger on tenure.history records each epoch in stress.issued in the
+   read from the WAL by logical decoding, record.py; with --standby a
+   trigger on tenure.history records each epoch in stress.issued in the
    issuing transaction).  Equal timestamps are not ordered.  The rows
    agree with the calls: a write whose COMMIT returned has its row (except
    on the old primary of a promotion), a write that failed with a definite

@@ -21,6 +21,14 @@ database's fenced rows and issued epochs, and runs check.py over the run
 directory.  Exit status 0 if no violation was found, 1 otherwise (the
 seed and the command to rerun are printed), 2 on a setup error.
 
+The issued epochs and releases, with their commit timestamps, are read
+from the WAL by logical decoding (record.py), so that nothing of the
+stress's own sits on pg_tenure's tables: pg_tenure writes them by direct
+access, as in production.  With --standby they are recorded by triggers
+on tenure.history instead (a logical slot does not survive the
+promotion), and pg_tenure writes that table by SQL statements: that run
+stresses the statements' way.
+
 --plant NAME builds a copy of pg_tenure with a planted bug
 (test/stress/plants/NAME.patch) into a private copy of the PostgreSQL
 installation and runs the stress against it: the run is expected to find
@@ -49,6 +57,7 @@ import psycopg
 
 import check
 import client
+import record
 from cluster import ClusterError, Server, poll
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -132,7 +141,7 @@ listen_addresses = ''
 unix_socket_directories = '{sockdir}'
 log_line_prefix = '%m [%p] %b '
 max_connections = 60
-wal_level = replica
+wal_level = logical
 max_wal_senders = 4
 wal_keep_size = '256MB'
 hot_standby = on
@@ -142,6 +151,10 @@ hot_standby = on
 SETUP_SQL = """
 CREATE EXTENSION pg_tenure;
 CREATE SCHEMA stress;
+"""
+
+# --standby: the issues and releases recorded by triggers (see record.py)
+TRIGGER_SQL = """
 -- every epoch issued, written by the issuing transaction itself: the
 -- commit timestamp of this row's xmin is the epoch's issue (tenure.history
 -- rows are updated when a tenure ends, which replaces their xmin)
@@ -168,9 +181,15 @@ CREATE TRIGGER note_release AFTER UPDATE ON tenure.history
 """
 
 
-def setup_database(srv):
+def setup_database(srv, recorder):
+    """pg_tenure, the leases and their fenced tables; the slot that
+    recorder reads (before the first epoch), or the triggers if None."""
     with srv.connect() as c:
         c.execute(SETUP_SQL)
+        if recorder is not None:
+            recorder.create(srv)
+        else:
+            c.execute(TRIGGER_SQL)
         for name, (ttl, holdoff) in LEASES.items():
             c.execute("SELECT tenure.create_lease(%s, ttl => %s::interval, holdoff => %s::interval)",
                       [name, f"{ttl} s", None if holdoff is None else f"{holdoff} s"])
@@ -182,8 +201,11 @@ def setup_database(srv):
 class Injector:
     """The fault injector, run by the main process."""
 
-    def __init__(self, args, run_dir, primary, standby, procs, phase, rnd):
+    def __init__(self, args, run_dir, primary, standby, procs, phase, rnd,
+                 recorder=None):
         self.args = args
+        self.recorder = recorder
+        self.drained = time.monotonic()
         self.primary = primary      # the server that takes writes now
         self.standby = standby
         self.procs = procs
@@ -297,6 +319,14 @@ class Injector:
         self.emit("promoted", server=self.primary.name)
         self.wait_keeper()
 
+    def drain(self):
+        """Read the slot every few seconds, so that it holds back little
+        WAL; a failed read (the server restarting) is tried again later."""
+        if self.recorder is None or time.monotonic() - self.drained < 5:
+            return
+        if self.recorder.drain(self.primary):
+            self.drained = time.monotonic()
+
     def run(self, start, end):
         promote_at = start + (end - start) / 2 if self.standby else None
         per_minute = MAX_CRASHES * max(1.0, (end - start) / 60)
@@ -326,6 +356,7 @@ class Injector:
                     kind = k
                     break
             done[kind] += 1
+            self.drain()
             if kind == "terminate_backend":
                 self.terminate_backend()
             elif kind == "terminate_holder":
@@ -340,10 +371,16 @@ class Injector:
                 self.restart_immediate()
 
 
-def dump_database(srv, path):
+def dump_database(srv, path, recorder):
     """The fenced rows with their commit times, and every issued epoch with
-    the commit time of its issue (microseconds since 1970, server clock)."""
+    the commit time of its issue (microseconds since 1970, server clock):
+    from recorder, or the triggers' tables if None."""
     out = {"rows": {}, "issued": [], "released": [], "history": []}
+    if recorder is not None:
+        if not recorder.drain(srv):
+            raise ClusterError("could not read the logical slot at the end of the run")
+        out["issued"] = list(recorder.issued.values())
+        out["released"] = list(recorder.released.values())
     with srv.connect() as c:
         for name in LEASES:
             out["rows"][name] = [
@@ -351,14 +388,15 @@ def dump_database(srv, path):
                     f"SELECT writer, epoch, row,"
                     f" (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint"
                     f" FROM stress.w_{name}")]
-        out["issued"] = [list(r) for r in c.execute(
-            "SELECT lease, epoch, holder,"
-            " (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint"
-            " FROM stress.issued")]
-        out["released"] = [list(r) for r in c.execute(
-            "SELECT lease, epoch,"
-            " (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint"
-            " FROM stress.released")]
+        if recorder is None:
+            out["issued"] = [list(r) for r in c.execute(
+                "SELECT lease, epoch, holder,"
+                " (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint"
+                " FROM stress.issued")]
+            out["released"] = [list(r) for r in c.execute(
+                "SELECT lease, epoch,"
+                " (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint"
+                " FROM stress.released")]
         out["history"] = [list(r) for r in c.execute(
             "SELECT lease, epoch, holder, session_bound, started::text, ended::text,"
             " end_reason FROM tenure.history ORDER BY lease, epoch")]
@@ -415,7 +453,8 @@ def main(argv):
         servers.append(primary)
         primary.initdb(server_conf(sockdir, args.tight, args.async_commit))
         primary.start()
-        setup_database(primary)
+        recorder = None if args.standby else record.Recorder()
+        setup_database(primary, recorder)
         standby = None
         conninfo = primary.conninfo()
         if args.standby:
@@ -428,7 +467,8 @@ def main(argv):
         meta = {"seed": args.seed, "duration": args.duration, "clients": args.clients,
                 "leases": {n: {"ttl": t, "holdoff": h} for n, (t, h) in LEASES.items()},
                 "standby": args.standby, "plant": args.plant, "tight": args.tight,
-                "async": args.async_commit}
+                "async": args.async_commit,
+                "recorded_by": "triggers" if recorder is None else "logical decoding"}
         cfg = {"seed": args.seed, "dir": run_dir, "conninfo": conninfo,
                "lease_names": list(LEASES), "ttl": {n: t for n, (t, h) in LEASES.items()}}
 
@@ -442,7 +482,7 @@ def main(argv):
         start = time.monotonic()
         meta["start"] = start
         inj = Injector(args, run_dir, primary, standby, procs, phase,
-                       random.Random(args.seed * 7919 + 1))
+                       random.Random(args.seed * 7919 + 1), recorder)
         say(f"workload running in {root}")
         try:
             inj.run(start, start + args.duration)
@@ -467,7 +507,7 @@ def main(argv):
         meta["final_server"] = inj.primary.name
         meta["promoted"] = inj.promoted
         inj.primary.wait_ready(writable=True)
-        dump_database(inj.primary, os.path.join(run_dir, "db.json"))
+        dump_database(inj.primary, os.path.join(run_dir, "db.json"), recorder)
         for s in servers:
             s.stop("fast", check=False)
         for s in servers:
@@ -490,7 +530,7 @@ def main(argv):
             say(f"seed {args.seed}; rerun with: {rerun}")
         say(f"{'PASS' if ok else 'FAIL'} in {time.monotonic() - t0:.0f} s")
         return 0 if ok else 1
-    except (ClusterError, psycopg.Error, OSError) as e:
+    except (ClusterError, psycopg.Error, OSError, record.DecodeError) as e:
         say(f"setup or harness error: {e}")
         say(f"seed {args.seed}; rerun with: {rerun}")
         for s in servers:
