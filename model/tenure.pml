@@ -3,8 +3,10 @@
  *		A Promela model of pg_tenure's protocol for one lease: tenures and
  *		the automatic hold-off, the keeper, claims, the fence check and its
  *		lock at PRE_COMMIT, publication of new tenures and epochs in the
- *		COMMIT callback after the commit record, the epoch clock, and a
- *		server crash that loses shared memory and unflushed WAL.
+ *		COMMIT callback after the commit record, the epoch clock, a
+ *		server crash that loses shared memory and unflushed WAL, and
+ *		(with -DPROMOTION) the promotion of a standby, with and without the
+ *		proof that it replayed every transaction of the old primary.
  *
  * model/README maps every step to the C function that implements it and
  * lists what the model leaves out, and why.  The properties:
@@ -18,7 +20,8 @@
  *            none commits once a newer epoch has committed, or under an
  *            epoch whose transaction never committed (fenced_write).
  *   EPOCH    every committed epoch exceeds every epoch committed before it,
- *            across the crash: no epoch is issued twice (commit_issue).
+ *            across the crash and the promotion: no epoch is issued twice
+ *            (commit_issue).
  *
  * Mutants, selected with -D (model/run checks that each one is caught):
  *   NO_FENCE_LOCK   writers and issuers take no fence lock at PRE_COMMIT
@@ -26,6 +29,15 @@
  *                   before the commit record
  *   NO_FORCE_SYNC   an issue never forces its commit to be flushed
  *   NO_HOLDOFF      a new tenure is active at once
+ * and, with -DPROMOTION:
+ *   NO_DEMOTION_BOUND       after a promotion without the proof, a
+ *                           successor waits only ready + ttl
+ *   CONTINUE_WITHOUT_PROOF  tenures continue after a promotion without
+ *                           the proof
+ *   CONTINUED_ACTIVE_AT_ONCE  a continued tenure is active at once, also
+ *                           when its predecessor's holder may still believe
+ *   SYNC_IS_PROOF           a standby that replayed every flushed commit
+ *                           counts as proof while the old primary serves on
  */
 
 #ifndef NC
@@ -49,6 +61,10 @@
 #ifndef TMAX
 #define TMAX	4			/* time runs from 0 to TMAX */
 #endif
+#ifndef DEMOTION
+#define DEMOTION	2		/* tenure.demotion_bound: how long an old primary
+							 * may go on serving after a promotion */
+#endif
 
 #define CLAIMER	NC			/* the claimer's backend; it claims for holder 0 */
 #define NOBODY	255
@@ -57,6 +73,11 @@
 #define FREE	0
 #define PENDING	1
 #define HELD	2
+
+/* What promotion.c found (TenurePromotion) in this run of the server */
+#define NONE	0			/* not promoted in this run */
+#define KEPT	1			/* the proof: the old primary shut down cleanly */
+#define LOST	2			/* no proof: a suffix of its WAL may be missing */
 
 /* tenure_state_reserve() results */
 #define BUSY		0
@@ -78,6 +99,35 @@ inline advance()
 {
 	do
 	:: now < TMAX -> now++
+	:: break
+	od;
+	old_primary_stops()
+}
+
+/* An old primary past its last service (o_until), or whose tenure expired
+ * in its own memory, answers nothing more: forget it (states that differ
+ * only in what it forgot are merged). */
+inline old_primary_stops()
+{
+#ifdef PROMOTION
+	if
+	:: o_holder != NOBODY && (now >= o_until || now >= o_renewed + TTL) ->
+		o_holder = NOBODY;
+		o_renewed = 0;
+		o_active = 0;
+		o_until = 0
+	:: else
+	fi
+#else
+	skip
+#endif
+}
+
+/* advance(), but not to time u or later */
+inline advance_before(u)
+{
+	do
+	:: now < TMAX && now + 1 < (u) -> now++
 	:: break
 	od
 }
@@ -118,7 +168,43 @@ byte	row_vis;			/* ... as the latest snapshot sees it */
 bool	hist_open;			/* latest tenure.history row open (WAL) */
 byte	row_epoch_d;		/* ... as of the flushed WAL */
 bool	hist_open_d;
-byte	gen;				/* server generation: a crash starts the next */
+byte	gen;				/* server generation: a crash or promotion starts
+							 * the next */
+
+#ifdef PROMOTION
+/* The latest tenure.history row, beyond "is it open" (WAL, and as of the
+ * flushed WAL): its holder, and whether its predecessor (the row before its
+ * tenure's first epoch; claims are the same tenure) ended so that the
+ * tenure was surely active at once (released, expired, or none). */
+byte	hist_holder = NOBODY;
+bool	hist_pok;
+byte	hist_holder_d = NOBODY;
+bool	hist_pok_d;
+/* Not WAL but how the rows read in this run: the latest row is open from
+ * an earlier run (its boot_id) and did not continue; the lease's latest
+ * epoch was issued on an earlier timeline (or never, after a promotion:
+ * tenure.lease.issued_tli). */
+bool	hist_stale;
+bool	tl_old;
+/* The standby: the tables as it replayed them, always some earlier flushed
+ * state of the primary's (walsender sends flushed WAL only). */
+byte	row_epoch_r;
+bool	hist_open_r;
+byte	hist_holder_r = NOBODY;
+bool	hist_pok_r;
+/* promotion.c's finding in this run of the server */
+byte	promo;
+/* Shared memory: how the lease's last tenure ended (tenure_state_ended()):
+ * early (revoked, session ended) rather than expired or released. */
+bool	ended_bad;
+/* The old primary after a promotion without the proof: what its shared
+ * memory says of the tenure it had, and until when it serves renew and
+ * leader_is (the promotion plus DEMOTION; 0: it serves nothing). */
+byte	o_holder = NOBODY;
+byte	o_renewed;
+byte	o_active;
+byte	o_until;
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Ghost state of the properties. */
@@ -133,6 +219,12 @@ bool	ended_early;
 #define LIVE(t)		(st == HELD && (t) < renewed + TTL)
 #define MINE(b)		(st == PENDING && pend_be == (b))
 #define BEL(i)		(believe[i] && now < lastsent[i] + TTL && !lost[i])
+#ifdef PROMOTION
+#define OLD_SERVES(i)	(o_holder == (i) && now < o_until)
+#define EARLY_END()		ended_bad = true
+#else
+#define EARLY_END()		skip
+#endif
 
 #ifdef NO_FENCE_LOCK
 #define FENCE_FREE			true
@@ -159,6 +251,11 @@ inline flush_now()
 #endif
 	row_epoch_d = row_epoch;
 	hist_open_d = hist_open
+#ifdef PROMOTION
+	;
+	hist_holder_d = hist_holder;
+	hist_pok_d = hist_pok
+#endif
 }
 
 /* state.c, tenure_end() */
@@ -171,6 +268,10 @@ inline tenure_end(released)
 	st = FREE;
 	holder = NOBODY;
 	lock_wanted = false
+#ifdef PROMOTION
+	;
+	ended_bad = false
+#endif
 }
 
 /* state.c, tenure_unreserve() */
@@ -252,7 +353,43 @@ inline commit_issue(e, needsync)
 	assert(e > committed_max);		/* EPOCH */
 	committed_max = e;
 	row_vis = e
+#ifdef PROMOTION
+	;
+	hist_stale = false;				/* the new row is this run's */
+	tl_old = false;					/* issued on this timeline */
+	ended_bad = false				/* read only once this tenure ends */
+#endif
 }
+
+#ifdef PROMOTION
+/* history_rows.c, tenure_history_close() and tenure_history_start() in an
+ * acquisition by holder i, before its commit: the predecessor's row is
+ * closed with the end shared memory saw (release closed it already as
+ * "released"; one open from an earlier run closes as "restarted" or
+ * "promoted"), and the new row names i.  tenure_carry_of() reads whether
+ * that end let the new tenure be active at once (catalog.c,
+ * tenure_carry_continues()): no predecessor, released, or expired. */
+#define PRED_OK	(row_epoch == 0 || !hist_open || (!hist_stale && !ended_bad))
+
+inline history_acquire(i)
+{
+	hist_pok = PRED_OK;
+	hist_holder = i
+}
+
+/* The row a release closes: nothing reads its holder or predecessor any
+ * more (only an open row continues), so they are cleared, which merges
+ * states that differ only there. */
+inline history_release()
+{
+	hist_holder = NOBODY;
+	hist_pok = false;
+	hist_stale = false
+}
+#else
+#define history_acquire(i)	skip
+#define history_release()	skip
+#endif
 
 /* The end of an issuing transaction by backend b: release its locks
  * (after the COMMIT callbacks) or, on abort, give its reservation back
@@ -271,6 +408,88 @@ inline end_issue(b)
 	:: MINE(b) -> unreserve()
 	:: else
 	fi
+}
+
+/* ------------------------------------------------------------------ */
+/* Loading the lease's entry (catalog.c, tenure_ensure_entry(),
+ * tenure_load_committed(), tenure_carry_of(); state.c, tenure_state_load()):
+ * a new entry follows the committed row and applies what the rows carry
+ * over from before the server became ready (TenureCarry).  Every load the
+ * model makes is the entry's first in its run of the server: entries are
+ * never evicted. */
+#ifdef PROMOTION
+#ifdef CONTINUE_WITHOUT_PROOF
+#define CONT_PROMO	(promo != NONE)
+#else
+#define CONT_PROMO	(promo == KEPT)
+#endif
+#ifdef NO_DEMOTION_BOUND
+#define DEMOTION_ADD	0
+#else
+#define DEMOTION_ADD	DEMOTION
+#endif
+
+/* TENURE_CARRY_CONTINUED (src/README, P2): promoted in this run with the
+ * proof, the latest row open, its epoch the lease's latest and issued on
+ * the timeline the promotion left.  Tenures are not session-bound in the
+ * model (the keeper's early end stands for a session's exit). */
+#define CONTINUES	(CONT_PROMO && hist_open && tl_old)
+
+/* state.c, tenure_continue(): the same holder and epoch, renewed when the
+ * server became ready, active at once only if the tenure surely was on the
+ * old primary, else from ready plus its hold-off (the ttl). */
+inline continue_tenure()
+{
+	st = HELD;
+	holder = hist_holder;
+	acquired = ready;
+	renewed = ready;
+#ifndef CONTINUED_ACTIVE_AT_ONCE
+	active_at = (hist_pok -> ready : ready + TTL);
+#else
+	active_at = ready;
+#endif
+	pred = 0;
+	lock_wanted = true;
+	hist_stale = false				/* its row becomes this run's */
+}
+#endif
+
+inline load_entry()
+{
+	loaded = true;
+	epoch = MAX(epoch, row_vis);
+#ifndef PROMOTION
+	/* TENURE_CARRY_RESTART: a tenure open when the server went down */
+	if
+	:: gen > 0 && hist_open -> pred = ready + TTL
+	:: else
+	fi
+#else
+	if
+	:: CONTINUES -> continue_tenure()
+	:: !CONTINUES && (hist_stale || tl_old) ->
+		/* TENURE_CARRY_RESTART (H2), or after a promotion without the
+		 * proof TENURE_CARRY_PROMOTED (P3): the old primary may serve on */
+		pred = ready + TTL + (promo == LOST -> DEMOTION_ADD : 0)
+	:: else
+	fi
+#endif
+}
+
+/* catalog.c, tenure_ensure_continued(): after a promotion with the proof,
+ * renew (here acquire), leader_is and a fenced statement load the entry of
+ * a tenure that continues (lease.c, fence.c). */
+inline ensure_continued()
+{
+#ifdef PROMOTION
+	if
+	:: !loaded && CONTINUES -> load_entry()
+	:: else
+	fi
+#else
+	skip
+#endif
 }
 
 /* A fenced write with token tk (fence.c, tenure_fence_precommit()): at
@@ -297,13 +516,18 @@ inline fenced_write(guard, cnt, tk, ok)
 	atomic {
 		guard && FENCE_FREE -> cnt++;
 		advance();
+		ensure_continued();
 		if
 		:: FENCE_PASSES(tk) -> commit_write(tk)
 		:: else							/* TN002: it aborts */
 		fi
 	}
 #else
-	atomic { guard -> cnt++; mygen = gen; advance(); ok = FENCE_PASSES(tk) };
+	atomic {
+		guard -> cnt++; mygen = gen; advance();
+		ensure_continued();
+		ok = FENCE_PASSES(tk)
+	};
 	atomic {
 		if
 		:: ok && gen == mygen -> commit_write(tk)
@@ -336,14 +560,7 @@ proctype Client(byte i; byte nops; bool writer)
 				sent = now;
 				/* the entry follows the committed row (tenure_ensure_entry) */
 				if
-				:: !loaded ->
-					loaded = true;
-					epoch = MAX(epoch, row_vis);
-					/* open_at_shutdown: a tenure open when the server went down */
-					if
-					:: gen > 0 && hist_open -> pred = ready + TTL
-					:: else
-					fi
+				:: !loaded -> load_entry()
 				:: else
 				fi;
 				/* tenure_state_reserve() */
@@ -414,7 +631,8 @@ proctype Client(byte i; byte nops; bool writer)
 #endif
 							if
 							:: goto acq_abort
-							:: commit_issue(e, needsync);
+							:: history_acquire(i);
+								commit_issue(e, needsync);
 								acq_unflushed[i] = (flushed < ins)
 							fi
 						:: else -> goto acq_abort
@@ -448,12 +666,39 @@ acq_done:
 	:: atomic {
 				ops < nops && has_tk -> ops++;
 				advance();
+				ensure_continued();
 				if
 				:: loaded && holder == i && LIVE(now) && now >= active_at ->
 					believe[i] = true
 				:: else
 				fi
 			}
+
+#ifdef PROMOTION
+	/* After a promotion without the proof, the old primary may go on
+	 * serving its holder until o_until: renew (no WAL) and leader_is from
+	 * its own shared memory (state.c, tenure_state_renew() and
+	 * tenure_state_leads() there).  The client sends at the latest when
+	 * the old primary reads its clock. */
+	:: atomic {
+				ops < nops && has_tk && OLD_SERVES(i) -> ops++;
+				advance_before(o_until);
+				if
+				:: now < o_renewed + TTL ->
+					o_renewed = now;
+					lastsent[i] = now
+				:: else
+				fi
+			}
+	:: atomic {
+				ops < nops && has_tk && OLD_SERVES(i) -> ops++;
+				advance_before(o_until);
+				if
+				:: now < o_renewed + TTL && now >= o_active -> believe[i] = true
+				:: else
+				fi
+			}
+#endif
 
 	/* a fenced write under the client's token */
 	:: fenced_write(ops < nops && has_tk && writer, ops, tk, ok)
@@ -475,6 +720,7 @@ acq_done:
 					:: holder == i && LIVE(now) ->
 						ins++;
 						hist_open = false;
+						history_release();
 						if
 						:: flush_now()
 						:: skip
@@ -553,7 +799,12 @@ end:
 			tenure_end(false)
 		}
 #ifndef NO_EARLY_END
-	:: atomic { !ended_early && LIVE(now) -> tenure_end(false); ended_early = true }
+	:: atomic {
+			!ended_early && LIVE(now) ->
+			tenure_end(false);
+			EARLY_END();
+			ended_early = true
+		}
 #endif
 	od
 }
@@ -567,11 +818,42 @@ end:
 	od
 }
 
-/* A crash (PANIC, SIGKILL): shared memory, the lock table and every open
- * transaction are lost; WAL beyond the flush position is gone, so the
+/* A new run of the server (after a crash or a promotion): shared memory,
+ * the lock table and every open transaction are gone, the tables are what
+ * the WAL it starts from says, the epoch clock restarts (epoch.c,
+ * tenure_epoch_shmem_init()), and the server is ready at once (the
+ * earliest, hence weakest, ready_mono). */
+inline server_start()
+{
+	gen++;
+	loaded = false;
+	st = FREE;
+	holder = NOBODY;
+	pend_be = NOBODY;
+	epoch = 0;
+	pend_epoch = 0;
+	committing = false;
+	acquired = 0;
+	renewed = 0;
+	active_at = 0;
+	pred = 0;
+	lock_wanted = false;
+	lock_held = false;
+	clk_started = false;
+	clk_last = 0;
+	fl_ex = 0;
+	rowlock = 0;
+	row_vis = row_epoch;
+#ifdef PROMOTION
+	hist_stale = hist_open;			/* its boot_id is an earlier run's */
+	ended_bad = false;
+#endif
+	ready = now
+}
+
+/* A crash (PANIC, SIGKILL): WAL beyond the flush position is gone, so the
  * tables go back to their last flushed state, and a commit whose record
- * was flushed counts, seen or not.  The server is ready again at once
- * (the earliest, hence weakest, ready_mono). */
+ * was flushed counts, seen or not. */
 active proctype Crash()
 {
 	byte	k;
@@ -585,33 +867,109 @@ active proctype Crash()
 			fi
 		}
 		k = 0;
-		gen++;
-		loaded = false;
-		st = FREE;
-		holder = NOBODY;
-		pend_be = NOBODY;
-		epoch = 0;
-		pend_epoch = 0;
-		committing = false;
-		acquired = 0;
-		renewed = 0;
-		active_at = 0;
-		pred = 0;
-		lock_wanted = false;
-		lock_held = false;
-		clk_started = false;
-		clk_last = 0;
-		fl_ex = 0;
-		rowlock = 0;
 		ins = flushed;
 		row_epoch = row_epoch_d;
-		row_vis = row_epoch_d;
 		hist_open = hist_open_d;
 		committed_max = MAX(committed_max, row_epoch_d);
-		ready = now
+#ifdef PROMOTION
+		hist_holder = hist_holder_d;
+		hist_pok = hist_pok_d;
+		promo = NONE;				/* promotion.c: not promoted in this run */
+#endif
+		server_start()
 	}
 #endif
 }
+
+#ifdef PROMOTION
+/* The standby's replay (walsender, walreceiver, the startup process): it
+ * receives the primary's flushed WAL and replays it at its own pace, so
+ * its tables are always some earlier flushed state of the primary's. */
+active proctype Standby()
+{
+end:
+	do
+	:: atomic {
+			promo == NONE &&
+			(row_epoch_r != row_epoch_d || hist_open_r != hist_open_d ||
+			 hist_holder_r != hist_holder_d || hist_pok_r != hist_pok_d) ->
+			row_epoch_r = row_epoch_d;
+			hist_open_r = hist_open_d;
+			hist_holder_r = hist_holder_d;
+			hist_pok_r = hist_pok_d
+		}
+	od
+}
+
+/* After a promotion without the proof, the old primary keeps its shared
+ * memory and serves the holder of a live tenure for DEMOTION more, until
+ * the HA manager stops it (tenure.demotion_bound bounds that time). */
+inline old_primary_serves()
+{
+	if
+	:: LIVE(now) ->
+		o_holder = holder;
+		o_renewed = renewed;
+		o_active = active_at;
+		o_until = now + DEMOTION
+	:: else
+	fi
+}
+
+/* The promotion of the standby, once, between transactions: no issuer
+ * between its commit and its publication, no release under way (those
+ * steps touch only the old primary's memory and their own client, and
+ * commute with the promotion).  The keeper's first start
+ * (tenure_promotion_examine()) finds one of:
+ *   KEPT  the old primary shut down cleanly: every commit flushed and
+ *         replayed, no transaction after its shutdown checkpoint, and it
+ *         serves nothing more;
+ *   LOST  no such proof: the standby's tables are some earlier flushed
+ *         state (a suffix of committed acquisitions, claims and releases
+ *         is missing), and the old primary may serve on for DEMOTION.
+ * The new timeline's clock values exceed the old one's (E1: the timeline
+ * is in the high bits), which the model shows by going on from the old
+ * primary's insert position; its WAL starts flushed. */
+active proctype Promotion()
+{
+	atomic {
+		fl_ex == 0 && rowlock == 0 ->
+		if
+		:: promo = KEPT;
+			flush_now()				/* the shutdown checkpoint */
+#ifdef SYNC_IS_PROOF
+			/* the standby replayed every flushed commit (synchronous
+			 * replication), but the old primary was not shut down */
+			;
+			old_primary_serves()
+#endif
+		:: promo = LOST;
+			old_primary_serves();
+			row_epoch = row_epoch_r;
+			hist_open = hist_open_r;
+			hist_holder = hist_holder_r;
+			hist_pok = hist_pok_r
+		fi;
+		flushed = ins;
+		row_epoch_d = row_epoch;
+		hist_open_d = hist_open;
+		hist_holder_d = hist_holder;
+		hist_pok_d = hist_pok;
+		acq_unflushed[0] = false;
+		acq_unflushed[1] = false;
+#if NC > 2
+		acq_unflushed[2] = false;
+#endif
+		/* nothing reads the replay any more */
+		row_epoch_r = 0;
+		hist_open_r = false;
+		hist_holder_r = NOBODY;
+		hist_pok_r = false;
+		tl_old = true;
+		server_start()
+	}
+}
+#endif
 
 /* HOLDOFF, in every reachable state. */
 active proctype Holdoff()
