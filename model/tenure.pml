@@ -479,7 +479,8 @@ inline load_entry()
 
 /* catalog.c, tenure_ensure_continued(): after a promotion with the proof,
  * renew (here acquire), leader_is and a fenced statement load the entry of
- * a tenure that continues (lease.c, fence.c). */
+ * a tenure that continues (lease.c, fence.c).  The history writer's load
+ * (history.c) builds the same entry whenever it runs, and is left out. */
 inline ensure_continued()
 {
 #ifdef PROMOTION
