@@ -173,9 +173,10 @@ byte	gen;				/* server generation: a crash or promotion starts
 
 #ifdef PROMOTION
 /* The latest tenure.history row, beyond "is it open" (WAL, and as of the
- * flushed WAL): its holder, and whether its predecessor (the row before its
- * tenure's first epoch; claims are the same tenure) ended so that the
- * tenure was surely active at once (released, expired, or none). */
+ * flushed WAL): its holder, and whether its tenure was surely active at
+ * once (catalog.c, tenure_carry_chain()): back from it through releases
+ * (and claims, the same tenure), the history ends, or reaches a tenure that
+ * expired.  A release keeps the released tenure's value for the next. */
 byte	hist_holder = NOBODY;
 bool	hist_pok;
 byte	hist_holder_d = NOBODY;
@@ -366,10 +367,13 @@ inline commit_issue(e, needsync)
  * acquisition by holder i, before its commit: the predecessor's row is
  * closed with the end shared memory saw (release closed it already as
  * "released"; one open from an earlier run closes as "restarted" or
- * "promoted"), and the new row names i.  tenure_carry_of() reads whether
- * that end let the new tenure be active at once (catalog.c,
- * tenure_carry_continues()): no predecessor, released, or expired. */
-#define PRED_OK	(row_epoch == 0 || !hist_open || (!hist_stale && !ended_bad))
+ * "promoted"), and the new row names i.  Whether the new tenure was surely
+ * active at once follows catalog.c, tenure_carry_chain(): no predecessor;
+ * one that expired; or one released (the only other way a row closes in
+ * the model), and then whatever held for the released tenure, back
+ * through releases to the first tenure that ended otherwise. */
+#define PRED_OK	(row_epoch == 0 || (!hist_open && hist_pok) || \
+				 (hist_open && !hist_stale && !ended_bad))
 
 inline history_acquire(i)
 {
@@ -377,13 +381,12 @@ inline history_acquire(i)
 	hist_holder = i
 }
 
-/* The row a release closes: nothing reads its holder or predecessor any
- * more (only an open row continues), so they are cleared, which merges
- * states that differ only there. */
+/* The row a release closes: nothing reads its holder any more (only an
+ * open row continues), so it is cleared, which merges states that differ
+ * only there; hist_pok stays, for the chain of the next tenure. */
 inline history_release()
 {
 	hist_holder = NOBODY;
-	hist_pok = false;
 	hist_stale = false
 }
 #else
