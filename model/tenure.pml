@@ -6,7 +6,8 @@
  *		COMMIT callback after the commit record, the epoch clock, a
  *		server crash that loses shared memory and unflushed WAL, and
  *		(with -DPROMOTION) the promotion of a standby, with and without the
- *		proof that it replayed every transaction of the old primary.
+ *		proof that it replayed every transaction of the old primary and the
+ *		list of live tenures its keeper wrote at its clean shutdown.
  *
  * model/README maps every step to the C function that implements it and
  * lists what the model leaves out, and why.  The properties:
@@ -22,6 +23,9 @@
  *   EPOCH    every committed epoch exceeds every epoch committed before it,
  *            across the crash and the promotion: no epoch is issued twice
  *            (commit_issue).
+ *   ENDED    (-DPROMOTION) a tenure that ended on the old primary (expiry,
+ *            revocation, a restart) is never live again on the new one: it
+ *            does not continue (continue_tenure).
  *
  * Mutants, selected with -D (model/run checks that each one is caught):
  *   NO_FENCE_LOCK   writers and issuers take no fence lock at PRE_COMMIT
@@ -38,6 +42,12 @@
  *                           when its predecessor's holder may still believe
  *   SYNC_IS_PROOF           a standby that replayed every flushed commit
  *                           counts as proof while the old primary serves on
+ *   NO_FINAL_LIST           a tenure continues without being in the list
+ *                           of live tenures the old primary's keeper wrote
+ *                           at its clean shutdown
+ * -DNO_ENDED_CHECK leaves ENDED unchecked (for the mutants that continue
+ * without the proof, which violate it first); -DCRASH_NEW_PRIMARY moves the
+ * crash after the promotion (model/README, Findings).
  */
 
 #ifndef NC
@@ -198,6 +208,14 @@ byte	promo;
 /* Shared memory: how the lease's last tenure ended (tenure_state_ended()):
  * early (revoked, session ended) rather than expired or released. */
 bool	ended_bad;
+/* The keeper's list of live tenures, written into the WAL at the old
+ * primary's clean shutdown, before its shutdown checkpoint: the epoch of the
+ * lease's tenure if it was held and not expired then, else 0. */
+byte	list_epoch;
+/* Ghost (ENDED): the tenure of the latest history row ended on the old
+ * primary (expiry, early end, a restart), whether or not the row says so
+ * yet. */
+bool	hist_dead;
 /* The old primary after a promotion without the proof: what its shared
  * memory says of the tenure it had, and until when it serves renew and
  * leader_is (the promotion plus DEMOTION; 0: it serves nothing). */
@@ -223,6 +241,12 @@ bool	ended_early;
 #ifdef PROMOTION
 #define OLD_SERVES(i)	(o_holder == (i) && now < o_until)
 #define EARLY_END()		ended_bad = true
+/* a tenure ends on the old primary, before the promotion (ghost, ENDED) */
+#define ENDED_ON_OLD(c) \
+	if \
+	:: (c) && promo == NONE -> hist_dead = true \
+	:: else \
+	fi
 #else
 #define EARLY_END()		skip
 #endif
@@ -271,7 +295,8 @@ inline tenure_end(released)
 	lock_wanted = false
 #ifdef PROMOTION
 	;
-	ended_bad = false
+	ended_bad = false;
+	ENDED_ON_OLD(!released)
 #endif
 }
 
@@ -358,7 +383,8 @@ inline commit_issue(e, needsync)
 	;
 	hist_stale = false;				/* the new row is this run's */
 	tl_old = false;					/* issued on this timeline */
-	ended_bad = false				/* read only once this tenure ends */
+	ended_bad = false;				/* read only once this tenure ends */
+	hist_dead = false				/* a live tenure (a claim: the same) */
 #endif
 }
 
@@ -432,17 +458,34 @@ inline end_issue(b)
 #define DEMOTION_ADD	DEMOTION
 #endif
 
+/* The old primary's final list (promotion.c, walking back from its
+ * shutdown checkpoint to the list its keeper wrote) names the tenure of
+ * the latest row: its epoch, which is the lease's latest.  A promotion
+ * without the proof has no list.  The mutants that continue without the
+ * proof have none either, and continue without it. */
+#if defined(NO_FINAL_LIST) || defined(CONTINUE_WITHOUT_PROOF) || \
+	defined(SYNC_IS_PROOF)
+#define LISTED		true
+#else
+#define LISTED		(list_epoch != 0 && list_epoch == row_epoch)
+#endif
+
 /* TENURE_CARRY_CONTINUED (src/README, P2): promoted in this run with the
  * proof, the latest row open, its epoch the lease's latest and issued on
- * the timeline the promotion left.  Tenures are not session-bound in the
- * model (the keeper's early end stands for a session's exit). */
-#define CONTINUES	(CONT_PROMO && hist_open && tl_old)
+ * the timeline the promotion left (open_tli: the model has one promotion),
+ * and the tenure in the old primary's final list.  Tenures are not
+ * session-bound in the model (the keeper's early end stands for a
+ * session's exit). */
+#define CONTINUES	(CONT_PROMO && hist_open && tl_old && LISTED)
 
 /* state.c, tenure_continue(): the same holder and epoch, renewed when the
  * server became ready, active at once only if the tenure surely was on the
  * old primary, else from ready plus its hold-off (the ttl). */
 inline continue_tenure()
 {
+#ifndef NO_ENDED_CHECK
+	assert(!hist_dead);				/* ENDED */
+#endif
 	st = HELD;
 	holder = hist_holder;
 	acquired = ready;
@@ -475,6 +518,12 @@ inline load_entry()
 		/* TENURE_CARRY_RESTART (H2), or after a promotion without the
 		 * proof TENURE_CARRY_PROMOTED (P3): the old primary may serve on */
 		pred = ready + TTL + (promo == LOST -> DEMOTION_ADD : 0)
+	:: else
+	fi;
+	/* nothing reads the list or the ghost after the new primary's first
+	 * load: clearing them merges states */
+	if
+	:: promo != NONE -> list_epoch = 0; hist_dead = false
 	:: else
 	fi
 #endif
@@ -857,13 +906,28 @@ inline server_start()
 
 /* A crash (PANIC, SIGKILL): WAL beyond the flush position is gone, so the
  * tables go back to their last flushed state, and a commit whose record
- * was flushed counts, seen or not. */
+ * was flushed counts, seen or not.  With -DPROMOTION it crashes the old
+ * primary, before the promotion: the tenure it held ends, and its history
+ * row stays open until the lease's next tenure closes it (the history
+ * writer, which would close it sooner, is left out).  -DCRASH_NEW_PRIMARY
+ * crashes the new primary instead, after the promotion (model/README,
+ * Findings). */
+#ifndef PROMOTION
+#define CRASH_WHEN	true
+#elif defined(CRASH_NEW_PRIMARY)
+#define CRASH_WHEN	(promo != NONE)
+#else
+#define CRASH_WHEN	(promo == NONE)
+#endif
+
 active proctype Crash()
 {
 	byte	k;
 
 #ifndef NO_CRASH
+end_crash:
 	atomic {
+		CRASH_WHEN ->
 		for (k : 0 .. NC - 1) {
 			if
 			:: acq_unflushed[k] -> lost[k] = true
@@ -878,6 +942,7 @@ active proctype Crash()
 #ifdef PROMOTION
 		hist_holder = hist_holder_d;
 		hist_pok = hist_pok_d;
+		ENDED_ON_OLD(hist_open);	/* the restart ends its tenure */
 		promo = NONE;				/* promotion.c: not promoted in this run */
 #endif
 		server_start()
@@ -927,7 +992,10 @@ inline old_primary_serves()
  * (tenure_promotion_examine()) finds one of:
  *   KEPT  the old primary shut down cleanly: every commit flushed and
  *         replayed, no transaction after its shutdown checkpoint, and it
- *         serves nothing more;
+ *         serves nothing more.  Before the checkpoint its keeper, exiting,
+ *         wrote the list of the tenures live in its shared memory (held
+ *         and not expired: it reads the clock); the shutdown is one step
+ *         (model/README);
  *   LOST  no such proof: the standby's tables are some earlier flushed
  *         state (a suffix of committed acquisitions, claims and releases
  *         is missing), and the old primary may serve on for DEMOTION.
@@ -939,7 +1007,15 @@ active proctype Promotion()
 	atomic {
 		fl_ex == 0 && rowlock == 0 ->
 		if
-		:: promo = KEPT;
+		:: advance();
+			/* keeper.c: the list, one WAL record */
+			if
+			:: st == HELD && LIVE(now) -> list_epoch = epoch
+			:: else -> list_epoch = 0
+			fi;
+			ENDED_ON_OLD(st == HELD && !LIVE(now));	/* expired, not ended yet */
+			ins++;
+			promo = KEPT;
 			flush_now()				/* the shutdown checkpoint */
 #ifdef SYNC_IS_PROOF
 			/* the standby replayed every flushed commit (synchronous
