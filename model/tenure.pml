@@ -46,8 +46,10 @@
  *                           of live tenures the old primary's keeper wrote
  *                           at its clean shutdown
  * -DNO_ENDED_CHECK leaves ENDED unchecked (for the mutants that continue
- * without the proof, which violate it first); -DCRASH_NEW_PRIMARY moves the
- * crash after the promotion (model/README, Findings).
+ * without the proof, which violate it first).  -DCRASH_NEW_PRIMARY moves the
+ * crash after the promotion; -DLIST_EARLY lets backends serve between the
+ * keeper's list and the shutdown checkpoint, and -DREFUSE_AFTER_LIST makes
+ * them refuse every lease call then (model/README, Findings).
  */
 
 #ifndef NC
@@ -212,6 +214,9 @@ bool	ended_bad;
  * primary's clean shutdown, before its shutdown checkpoint: the epoch of the
  * lease's tenure if it was held and not expired then, else 0. */
 byte	list_epoch;
+/* -DLIST_EARLY: the keeper wrote its list and exited, while backends may
+ * still serve until the shutdown checkpoint (a fast shutdown). */
+bool	shutting;
 /* Ghost (ENDED): the tenure of the latest history row ended on the old
  * primary (expiry, early end, a restart), whether or not the row says so
  * yet. */
@@ -249,6 +254,18 @@ bool	ended_early;
 	fi
 #else
 #define EARLY_END()		skip
+#endif
+/* -DLIST_EARLY: the old primary's keeper is gone once it wrote its list;
+ * -DREFUSE_AFTER_LIST: then no lease call is served either */
+#ifdef PROMOTION
+#define KEEPER_RUNS		(!shutting)
+#else
+#define KEEPER_RUNS		true
+#endif
+#if defined(PROMOTION) && defined(REFUSE_AFTER_LIST)
+#define SERVES			(!shutting)
+#else
+#define SERVES			true
 #endif
 
 #ifdef NO_FENCE_LOCK
@@ -607,7 +624,7 @@ proctype Client(byte i; byte nops; bool writer)
 	 * call at the latest when the server reads its clock: that is when its
 	 * belief may last longest. */
 	:: atomic {
-				ops < nops -> ops++;
+				ops < nops && SERVES -> ops++;
 				mygen = gen;
 				advance();
 				sent = now;
@@ -717,7 +734,7 @@ acq_done:
 	/* leader_is(): state.c, tenure_state_leads(); asked once an acquire
 	 * returned an epoch (before, it cannot say yes) */
 	:: atomic {
-				ops < nops && has_tk -> ops++;
+				ops < nops && has_tk && SERVES -> ops++;
 				advance();
 				ensure_continued();
 				if
@@ -754,14 +771,14 @@ acq_done:
 #endif
 
 	/* a fenced write under the client's token */
-	:: fenced_write(ops < nops && has_tk && writer, ops, tk, ok)
+	:: fenced_write(ops < nops && has_tk && writer && SERVES, ops, tk, ok)
 
 		/* release(): lease.c, pg_tenure_release(): the row lock and
 		 * tenure_state_held_epoch(); at COMMIT the history row is closed
 		 * and tenure_state_publish_release() ends the tenure.  The client
 		 * stops acting first. */
 	:: atomic {
-				ops < nops && has_tk && writer && rowlock == 0 -> ops++;
+				ops < nops && has_tk && writer && rowlock == 0 && SERVES -> ops++;
 				believe[i] = false;
 				mygen = gen;
 				rowlock = i + 1
@@ -806,7 +823,8 @@ active proctype Claimer()
 	 * PRE_COMMIT step fails, or the claim commits */
 end_idle:
 	atomic {
-		loaded && holder == 0 && LIVE(now) && rowlock == 0 && FENCE_FREE ->
+		loaded && holder == 0 && LIVE(now) && rowlock == 0 && FENCE_FREE &&
+		SERVES ->
 		mygen = gen;
 		rowlock = CLAIMER + 1;
 		issue_epoch(e, R);
@@ -841,10 +859,10 @@ active proctype Keeper()
 {
 end:
 	do
-	:: atomic { lock_wanted && !lock_held -> lock_held = true }
-	:: atomic { lock_held && !lock_wanted -> lock_held = false }
+	:: atomic { KEEPER_RUNS && lock_wanted && !lock_held -> lock_held = true }
+	:: atomic { KEEPER_RUNS && lock_held && !lock_wanted -> lock_held = false }
 	:: atomic {
-			st == HELD && renewed + TTL <= TMAX ->
+			KEEPER_RUNS && st == HELD && renewed + TTL <= TMAX ->
 			do
 			:: now < renewed + TTL -> now++
 			:: else -> break
@@ -853,7 +871,7 @@ end:
 		}
 #ifndef NO_EARLY_END
 	:: atomic {
-			!ended_early && LIVE(now) ->
+			KEEPER_RUNS && !ended_early && LIVE(now) ->
 			tenure_end(false);
 			EARLY_END();
 			ended_early = true
@@ -900,6 +918,7 @@ inline server_start()
 #ifdef PROMOTION
 	hist_stale = hist_open;			/* its boot_id is an earlier run's */
 	ended_bad = false;
+	shutting = false;
 #endif
 	ready = now
 }
@@ -943,6 +962,7 @@ end_crash:
 		hist_holder = hist_holder_d;
 		hist_pok = hist_pok_d;
 		ENDED_ON_OLD(hist_open);	/* the restart ends its tenure */
+		list_epoch = 0;				/* a list of an earlier run counts not */
 		promo = NONE;				/* promotion.c: not promoted in this run */
 #endif
 		server_start()
@@ -985,6 +1005,27 @@ inline old_primary_serves()
 	fi
 }
 
+/* keeper.c, on SIGTERM at a clean shutdown: the list of the tenures live
+ * in shared memory (held, not expired: it reads the clock), one WAL
+ * record.  A tenure that expired and that nobody ended yet is not in it;
+ * it ended (ENDED). */
+inline write_list()
+{
+	advance();
+	if
+	:: st == HELD && LIVE(now) -> list_epoch = epoch
+	:: else -> list_epoch = 0
+	fi;
+	ENDED_ON_OLD(st == HELD && !LIVE(now));	/* expired, not ended yet */
+	ins++
+}
+
+#ifdef LIST_EARLY
+#define KEPT_OK		shutting
+#else
+#define KEPT_OK		true
+#endif
+
 /* The promotion of the standby, once, between transactions: no issuer
  * between its commit and its publication, no release under way (those
  * steps touch only the old primary's memory and their own client, and
@@ -1004,17 +1045,22 @@ inline old_primary_serves()
  * primary's insert position; its WAL starts flushed. */
 active proctype Promotion()
 {
+#ifdef LIST_EARLY
+	/* The keeper writes its list and exits; backends may still serve
+	 * until the shutdown checkpoint, as in a fast shutdown, unless
+	 * -DREFUSE_AFTER_LIST (model/README, Findings) */
+	if
+	:: atomic { write_list(); shutting = true }
+	:: skip
+	fi;
+#endif
 	atomic {
 		fl_ex == 0 && rowlock == 0 ->
 		if
-		:: advance();
-			/* keeper.c: the list, one WAL record */
-			if
-			:: st == HELD && LIVE(now) -> list_epoch = epoch
-			:: else -> list_epoch = 0
-			fi;
-			ENDED_ON_OLD(st == HELD && !LIVE(now));	/* expired, not ended yet */
-			ins++;
+		:: KEPT_OK ->
+#ifndef LIST_EARLY
+			write_list();			/* keeper.c: the list, one WAL record */
+#endif
 			promo = KEPT;
 			flush_now()				/* the shutdown checkpoint */
 #ifdef SYNC_IS_PROOF
