@@ -46,10 +46,12 @@
  *                           of live tenures the old primary's keeper wrote
  *                           at its clean shutdown
  * -DNO_ENDED_CHECK leaves ENDED unchecked (for the mutants that continue
- * without the proof, which violate it first).  -DCRASH_NEW_PRIMARY moves the
- * crash after the promotion; -DLIST_EARLY lets backends serve between the
- * keeper's list and the shutdown checkpoint, and -DREFUSE_AFTER_LIST makes
- * them refuse every lease call then (model/README, Findings).
+ * without the proof, which violate it first).  For model/README's Findings,
+ * beyond model/run: -DCRASH_NEW_PRIMARY moves the crash after the
+ * promotion, and -DRESTART_FORGETS makes a restart soon after a promotion
+ * without the proof drop the demotion bound; -DLIST_EARLY lets backends
+ * serve between the keeper's list and the shutdown checkpoint, and
+ * -DREFUSE_AFTER_LIST makes them refuse every lease call then.
  */
 
 #ifndef NC
@@ -207,6 +209,10 @@ byte	hist_holder_r = NOBODY;
 bool	hist_pok_r;
 /* promotion.c's finding in this run of the server */
 byte	promo;
+/* The time of the promotion that began the timeline, plus one (0: none):
+ * its end-of-recovery record, which a restart of the new primary reads
+ * (promotion.c, tenure_promotion_recent()). */
+byte	promo_at;
 /* Shared memory: how the lease's last tenure ended (tenure_state_ended()):
  * early (revoked, session ended) rather than expired or released. */
 bool	ended_bad;
@@ -474,6 +480,15 @@ inline end_issue(b)
 #else
 #define DEMOTION_ADD	DEMOTION
 #endif
+/* catalog.c, tenure_carry_of(), TENURE_PROMOTION_NONE: not promoted in
+ * this run, but ready less than DEMOTION after the promotion that began
+ * the timeline, and the lease's latest epoch issued before it */
+#ifdef RESTART_FORGETS
+#define RESTART_SOON	false
+#else
+#define RESTART_SOON	(promo == NONE && tl_old && promo_at != 0 && \
+						 ready + 1 < promo_at + DEMOTION)
+#endif
 
 /* The old primary's final list (promotion.c, walking back from its
  * shutdown checkpoint to the list its keeper wrote) names the tenure of
@@ -533,8 +548,10 @@ inline load_entry()
 	:: CONTINUES -> continue_tenure()
 	:: !CONTINUES && (hist_stale || tl_old) ->
 		/* TENURE_CARRY_RESTART (H2), or after a promotion without the
-		 * proof TENURE_CARRY_PROMOTED (P3): the old primary may serve on */
-		pred = ready + TTL + (promo == LOST -> DEMOTION_ADD : 0)
+		 * proof TENURE_CARRY_PROMOTED (P3): the old primary may serve on;
+		 * also after a restart of the new primary less than DEMOTION
+		 * after the promotion, for a lease whose latest epoch predates it */
+		pred = ready + TTL + (promo == LOST || RESTART_SOON -> DEMOTION_ADD : 0)
 	:: else
 	fi;
 	/* nothing reads the list or the ghost after the new primary's first
@@ -1092,6 +1109,7 @@ active proctype Promotion()
 		hist_holder_r = NOBODY;
 		hist_pok_r = false;
 		tl_old = true;
+		promo_at = now + 1;
 		server_start()
 	}
 }
