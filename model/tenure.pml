@@ -45,13 +45,17 @@
  *   NO_FINAL_LIST           a tenure continues without being in the list
  *                           of live tenures the old primary's keeper wrote
  *                           at its clean shutdown
+ *   LIST_TIME_IGNORED       (with LIST_EARLY) a listed tenure continues
+ *                           even if it had less to live than the time from
+ *                           the list to the shutdown checkpoint
  * -DNO_ENDED_CHECK leaves ENDED unchecked (for the mutants that continue
  * without the proof, which violate it first).  For model/README's Findings,
  * beyond model/run: -DCRASH_NEW_PRIMARY moves the crash after the
  * promotion, and -DRESTART_FORGETS makes a restart soon after a promotion
  * without the proof drop the demotion bound; -DLIST_EARLY lets backends
- * serve between the keeper's list and the shutdown checkpoint, and
- * -DREFUSE_AFTER_LIST makes them refuse every lease call then.
+ * serve between the keeper's list and the shutdown checkpoint (model/run
+ * uses it for LIST_TIME_IGNORED), and -DREFUSE_AFTER_LIST makes them
+ * refuse every lease call after the list.
  */
 
 #ifndef NC
@@ -220,6 +224,9 @@ bool	ended_bad;
  * primary's clean shutdown, before its shutdown checkpoint: the epoch of the
  * lease's tenure if it was held and not expired then, else 0. */
 byte	list_epoch;
+#ifdef LIST_EARLY
+byte	list_until;			/* its expiry when the list was written */
+#endif
 /* -DLIST_EARLY: the keeper wrote its list and exited, while backends may
  * still serve until the shutdown checkpoint (a fast shutdown). */
 bool	shutting;
@@ -482,11 +489,11 @@ inline end_issue(b)
 #endif
 /* catalog.c, tenure_carry_of(), TENURE_PROMOTION_NONE: not promoted in
  * this run, but ready less than DEMOTION after the promotion that began
- * the timeline, and the lease's latest epoch issued before it */
+ * the timeline: every lease loaded gets the bound (src/README, P3) */
 #ifdef RESTART_FORGETS
 #define RESTART_SOON	false
 #else
-#define RESTART_SOON	(promo == NONE && tl_old && promo_at != 0 && \
+#define RESTART_SOON	(promo == NONE && promo_at != 0 && \
 						 ready + 1 < promo_at + DEMOTION)
 #endif
 
@@ -546,11 +553,11 @@ inline load_entry()
 #else
 	if
 	:: CONTINUES -> continue_tenure()
-	:: !CONTINUES && (hist_stale || tl_old) ->
+	:: !CONTINUES && (hist_stale || tl_old || RESTART_SOON) ->
 		/* TENURE_CARRY_RESTART (H2), or after a promotion without the
 		 * proof TENURE_CARRY_PROMOTED (P3): the old primary may serve on;
 		 * also after a restart of the new primary less than DEMOTION
-		 * after the promotion, for a lease whose latest epoch predates it */
+		 * after the promotion, whatever the lease carried */
 		pred = ready + TTL + (promo == LOST || RESTART_SOON -> DEMOTION_ADD : 0)
 	:: else
 	fi;
@@ -980,6 +987,9 @@ end_crash:
 		hist_pok = hist_pok_d;
 		ENDED_ON_OLD(hist_open);	/* the restart ends its tenure */
 		list_epoch = 0;				/* a list of an earlier run counts not */
+#ifdef LIST_EARLY
+		list_until = 0;
+#endif
 		promo = NONE;				/* promotion.c: not promoted in this run */
 #endif
 		server_start()
@@ -1033,8 +1043,28 @@ inline write_list()
 	:: st == HELD && LIVE(now) -> list_epoch = epoch
 	:: else -> list_epoch = 0
 	fi;
+#ifdef LIST_EARLY
+	list_until = (list_epoch != 0 -> renewed + TTL : 0);
+#endif
 	ENDED_ON_OLD(st == HELD && !LIVE(now));	/* expired, not ended yet */
 	ins++
+}
+
+/* promotion.c: a listed tenure counts only if it had more to live than the
+ * time from the list to the shutdown checkpoint (src/README, P5); with
+ * the list and the checkpoint one step, every listed tenure does. */
+inline list_checkpoint()
+{
+#if defined(LIST_EARLY) && !defined(LIST_TIME_IGNORED)
+	advance();
+	if
+	:: now >= list_until -> list_epoch = 0
+	:: else
+	fi;
+	list_until = 0
+#else
+	skip
+#endif
 }
 
 #ifdef LIST_EARLY
@@ -1078,6 +1108,7 @@ active proctype Promotion()
 #ifndef LIST_EARLY
 			write_list();			/* keeper.c: the list, one WAL record */
 #endif
+			list_checkpoint();
 			promo = KEPT;
 			flush_now()				/* the shutdown checkpoint */
 #ifdef SYNC_IS_PROOF
