@@ -21,7 +21,16 @@ $old->safe_psql(
 	'postgres', q{
 	SELECT tenure.create_lease('e', ttl => '1 s');
 	CREATE ROLE emitter LOGIN;
-	GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, bytea) TO emitter;
+	-- every signature (17 added a flush argument)
+	DO $$
+	DECLARE
+		f regprocedure;
+	BEGIN
+		FOR f IN SELECT oid FROM pg_proc WHERE proname = 'pg_logical_emit_message' LOOP
+			EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO emitter', f);
+		END LOOP;
+	END
+	$$;
 });
 my $mid = tenure_standby($old, 'fl_mid');
 my $dboid = $old->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
