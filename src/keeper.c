@@ -155,19 +155,6 @@ tenure_keeper_pass(void)
 	return (long) ((next - now + 999) / 1000);
 }
 
-static int
-tenure_tenure_of_cmp(const void *a, const void *b)
-{
-	const TenureTenureOf *x = a;
-	const TenureTenureOf *y = b;
-
-	if (x->dbid != y->dbid)
-		return x->dbid < y->dbid ? -1 : 1;
-	if (x->epoch != y->epoch)
-		return x->epoch < y->epoch ? -1 : 1;
-	return 0;
-}
-
 /*
  * As the keeper exits on SIGTERM (at a clean shutdown, before the shutdown
  * checkpoint; or terminated while the server runs), write to the WAL the
@@ -196,26 +183,18 @@ tenure_keeper_log_live(void)
 	known = tenure_state_tenures(now, &ready, &nknown);
 	carried = tenure_promotion_carried(&ncarried);
 	live = palloc(sizeof(TenureLive) * Max(nknown + ncarried, 1));
-	qsort(known, nknown, sizeof(TenureTenureOf), tenure_tenure_of_cmp);
+	qsort(known, nknown, sizeof(TenureTenureOf), tenure_promotion_live_cmp);
 	for (i = 0; i < nknown; i++)
-	{
-		if (!known[i].live)
-			continue;
-		live[n].dbid = known[i].dbid;
-		live[n].epoch = known[i].epoch;
-		live[n].ttl_us = known[i].ttl_us;
-		live[n].remaining_us = known[i].remaining_us;
-		n++;
-	}
+		if (known[i].live)
+			live[n++] = known[i].tenure;
 	for (i = 0; i < ncarried; i++)
 	{
 		TenureTenureOf key;
 
-		key.dbid = carried[i].dbid;
-		key.epoch = carried[i].epoch;
+		key.tenure = carried[i];
 		if (ready + carried[i].ttl_us > now &&
 			bsearch(&key, known, nknown, sizeof(TenureTenureOf),
-					tenure_tenure_of_cmp) == NULL)
+					tenure_promotion_live_cmp) == NULL)
 		{
 			live[n] = carried[i];
 			live[n].remaining_us = ready + carried[i].ttl_us - now;

@@ -189,8 +189,12 @@ tenure_promotion_set(TenurePromotion state, TimeLineID prev_tli)
 	SpinLockRelease(&tenure_promotion->mutex);
 }
 
-static int
-tenure_live_cmp(const void *a, const void *b)
+/*
+ * The order of the list: by database, then epoch.  Also sorts arrays of
+ * structs that begin with a TenureLive.
+ */
+int
+tenure_promotion_live_cmp(const void *a, const void *b)
 {
 	const TenureLive *x = a;
 	const TenureLive *y = b;
@@ -217,7 +221,7 @@ tenure_promotion_listed(Oid dbid, int64 epoch)
 	key.dbid = dbid;
 	key.epoch = epoch;
 	return bsearch(&key, tenure_promotion->live, tenure_promotion->nlive,
-				   sizeof(TenureLive), tenure_live_cmp) != NULL;
+				   sizeof(TenureLive), tenure_promotion_live_cmp) != NULL;
 }
 
 /*
@@ -300,7 +304,7 @@ tenure_promotion_log_live(TenureLive *live, int count, int64 demotion_left_us)
 	StringInfoData buf;
 	XLogRecPtr	lsn;
 
-	qsort(live, count, sizeof(TenureLive), tenure_live_cmp);
+	qsort(live, count, sizeof(TenureLive), tenure_promotion_live_cmp);
 	header.version = TENURE_LIVE_VERSION;
 	header.count = count;
 	header.written = GetCurrentTimestamp();

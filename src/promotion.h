@@ -33,6 +33,7 @@ typedef struct TenureLive
 	int64		remaining_us;	/* how long it had to live then */
 } TenureLive;
 
+extern int	tenure_promotion_live_cmp(const void *a, const void *b);
 extern Size tenure_promotion_shmem_size(void);
 extern void tenure_promotion_shmem_init(void);
 extern void tenure_promotion_examine(void);

@@ -1592,23 +1592,23 @@ tenure_tenures_copy(TenureLease *lease, void *elem, void *arg)
 	TenureTenureOf *t = elem;
 	int64		now = ((TenureTenuresCopy *) arg)->now;
 
-	t->dbid = lease->key.dbid;
-	t->ttl_us = lease->ttl_us;
-	t->epoch = lease->epoch;
+	t->tenure.dbid = lease->key.dbid;
+	t->tenure.ttl_us = lease->ttl_us;
+	t->tenure.epoch = lease->epoch;
 	t->live = lease->state == TENURE_HELD && !lease->session_bound &&
 		(tenure_is_live(lease, now) || tenure_change_committing(lease));
 	/* a committing claim or hand-off keeps it from expiring meanwhile */
-	t->remaining_us = tenure_change_committing(lease) ? lease->ttl_us :
+	t->tenure.remaining_us = tenure_change_committing(lease) ? lease->ttl_us :
 		Max(tenure_expiry(lease) - now, 0);
 	/* an acquisition past its checks may commit yet */
 	if (lease->state == TENURE_PENDING && lease->pending_epoch != 0 &&
 		(lease->committing || lease->issuing))
 	{
-		t->epoch = lease->pending_epoch;
+		t->tenure.epoch = lease->pending_epoch;
 		t->live = !lease->session_bound;
-		t->remaining_us = lease->ttl_us;
+		t->tenure.remaining_us = lease->ttl_us;
 	}
-	return t->epoch != 0;
+	return t->tenure.epoch != 0;
 }
 
 /*

@@ -9,6 +9,7 @@
 #define TENURE_STATE_H
 
 #include "pg_tenure.h"
+#include "promotion.h"
 
 /*
  * state.c, state_wait.c, state_keeper.c, state_notify.c: the shared lease
@@ -281,14 +282,14 @@ extern bool tenure_state_reserved(const TenureKey *key, uint64 token);
 extern bool tenure_state_history_trim_due(const TenureKey *key);
 extern TenureEnded *tenure_state_history_pending(Oid dbid, int *count);
 
-/* a lease's latest epoch, for the keeper's list of live tenures */
+/*
+ * A lease's latest epoch, for the keeper's list of live tenures: the
+ * list's entry first, so that promotion.c's order applies to it.
+ */
 typedef struct TenureTenureOf
 {
-	Oid			dbid;
-	int64		epoch;
-	int64		ttl_us;
+	TenureLive	tenure;			/* remaining_us: if live, how long it has */
 	bool		live;			/* held, not expired, not session-bound */
-	int64		remaining_us;	/* if live: how long it has to live */
 } TenureTenureOf;
 
 extern TenureTenureOf *tenure_state_tenures(int64 now, int64 *ready_mono,
