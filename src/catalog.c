@@ -262,9 +262,16 @@ tenure_spi_plan(const char *sql, const char *types)
 
 		for (i = 0; i < nargs; i++)
 			argtypes[i] = tenure_spi_type(types[i]);
-		plan = SPI_prepare(sql, nargs, argtypes);
+		/*
+		 * Generic plans from the start: every statement finds its rows by
+		 * key, where the generic plan is the custom one, and a custom plan
+		 * for each of a backend's first five executions would only add
+		 * planning to its first calls.
+		 */
+		plan = SPI_prepare_cursor(sql, nargs, argtypes,
+								  CURSOR_OPT_GENERIC_PLAN);
 		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql,
+			elog(ERROR, "SPI_prepare_cursor failed for \"%s\": %s", sql,
 				 SPI_result_code_string(SPI_result));
 		if (SPI_keepplan(plan) != 0)
 			elog(ERROR, "SPI_keepplan failed");

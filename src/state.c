@@ -236,6 +236,20 @@ static int	tenure_transitions_lost = 0;
 static bool tenure_exit_registered = false;
 
 /*
+ * The leases this backend reserved or waited for: a superset of those it
+ * may hold session-bound or have reserved when it exits, so that its exit
+ * looks these few up instead of scanning every slot of the table under
+ * the LWLock in exclusive mode (on the failover path: the waiters wake
+ * only once the exiting holder is done).  Entries for leases it no longer
+ * holds are dropped when the list is full; should it fill with leases it
+ * does hold, the exit scans the whole table, as it would without a list.
+ */
+#define TENURE_MINE_MAX			32
+static TenureKey tenure_mine[TENURE_MINE_MAX];
+static int	tenure_nmine = 0;
+static bool tenure_mine_overflow = false;
+
+/*
  * Renew the lease's tenure as of "now", unless a renewal by another
  * session sharing its holder name got further: the renewal time of a
  * tenure never goes back.  Under the LWLock in either mode.
@@ -821,10 +835,11 @@ tenure_state_history_room(void)
 void
 tenure_changed(bool wake_keeper)
 {
-	tenure_log_transitions_now();
+	/* the waiters first: neither the keeper's work nor the log concerns them */
+	ConditionVariableBroadcast(&tenure_shared->cv);
 	if (wake_keeper)
 		tenure_wake_keeper();
-	ConditionVariableBroadcast(&tenure_shared->cv);
+	tenure_log_transitions_now();
 }
 
 /*
@@ -1994,6 +2009,7 @@ tenure_state_reserve(const TenureKey *key, const char *holder,
 		tenure_share_take(lease);
 		lease->holder_pid = MyProcPid;
 		lease->holder_start = MyStartTimestamp;
+		tenure_note_mine(&lease->key);
 		lease->pending_token = token;
 		lease->pending_epoch = 0;
 		lease->pending_xid = InvalidTransactionId;
@@ -2340,6 +2356,67 @@ tenure_state_history_written(const TenureKey *key, int64 epoch)
 }
 
 /*
+ * Whether this backend holds the lease session-bound or has reserved it.
+ */
+static inline bool
+tenure_is_mine(const TenureLease *lease)
+{
+	return lease->holder_pid == MyProcPid &&
+		lease->holder_start == MyStartTimestamp &&
+		((lease->state == TENURE_HELD && lease->session_bound) ||
+		 lease->state == TENURE_PENDING);
+}
+
+/*
+ * Note that this backend reserves, or waits for, the lease with this key
+ * (tenure_mine above).  Under the LWLock exclusive; cannot fail (src/README,
+ * F8): a fixed array, and at worst the exit scans.
+ */
+void
+tenure_note_mine(const TenureKey *key)
+{
+	int			i;
+	int			kept = 0;
+
+	AssertLockedExclusive();
+	for (i = 0; i < tenure_nmine; i++)
+		if (memcmp(&tenure_mine[i], key, sizeof(TenureKey)) == 0)
+			return;
+	if (tenure_nmine == TENURE_MINE_MAX)
+	{
+		/* keep only the leases still ours */
+		for (i = 0; i < tenure_nmine; i++)
+		{
+			TenureLease *lease = tenure_find(&tenure_mine[i]);
+
+			if (lease != NULL && tenure_is_mine(lease))
+				tenure_mine[kept++] = tenure_mine[i];
+		}
+		tenure_nmine = kept;
+	}
+	if (tenure_nmine < TENURE_MINE_MAX)
+		tenure_mine[tenure_nmine++] = *key;
+	else
+		tenure_mine_overflow = true;
+}
+
+/*
+ * End the lease's tenure if this backend holds it session-bound, or give
+ * it back if this backend has reserved it.  True if it did either.
+ */
+static bool
+tenure_let_go_mine(TenureLease *lease, int64 now)
+{
+	if (!tenure_is_mine(lease))
+		return false;
+	if (lease->state == TENURE_HELD)
+		tenure_end(lease, TENURE_END_SESSION, now);
+	else
+		tenure_unreserve(lease);
+	return true;
+}
+
+/*
  * before_shmem_exit callback: end the session-bound tenures this backend
  * holds and cancel its pending acquisitions.  Shared memory only; cannot
  * fail (src/README, F8).
@@ -2347,7 +2424,6 @@ tenure_state_history_written(const TenureKey *key, int64 epoch)
 static void
 tenure_session_exit(int code, Datum arg)
 {
-	HASH_SEQ_STATUS scan;
 	TenureLease *lease;
 	int64		now;
 	bool		changed = false;
@@ -2357,22 +2433,21 @@ tenure_session_exit(int code, Datum arg)
 
 	now = tenure_mono_now();
 	tenure_state_begin_update();
-	hash_seq_init(&scan, tenure_leases);
-	while ((lease = hash_seq_search(&scan)) != NULL)
+	if (tenure_mine_overflow)
 	{
-		if (lease->holder_pid != MyProcPid ||
-			lease->holder_start != MyStartTimestamp)
-			continue;
-		if (lease->state == TENURE_HELD && lease->session_bound)
-		{
-			tenure_end(lease, TENURE_END_SESSION, now);
-			changed = true;
-		}
-		else if (lease->state == TENURE_PENDING)
-		{
-			tenure_unreserve(lease);
-			changed = true;
-		}
+		HASH_SEQ_STATUS scan;
+
+		hash_seq_init(&scan, tenure_leases);
+		while ((lease = hash_seq_search(&scan)) != NULL)
+			changed |= tenure_let_go_mine(lease, now);
+	}
+	else
+	{
+		int			i;
+
+		for (i = 0; i < tenure_nmine; i++)
+			if ((lease = tenure_find(&tenure_mine[i])) != NULL)
+				changed |= tenure_let_go_mine(lease, now);
 	}
 	tenure_state_end_update(changed);
 }

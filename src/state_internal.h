@@ -278,6 +278,7 @@ tenure_change_committing(const TenureLease *lease)
  * released.
  */
 extern TenureLease *tenure_find(const TenureKey *key);
+extern void tenure_note_mine(const TenureKey *key);
 extern bool tenure_is_live(const TenureLease *lease, int64 now);
 extern void tenure_end(TenureLease *lease, TenureEndReason reason, int64 now);
 extern void tenure_share_take(TenureLease *lease);

@@ -87,6 +87,8 @@ tenure_state_waiting(const TenureKey *key, const char *holder,
 	w->since_mono = tenure_mono_now();
 	w->handed = false;
 	w->pid = MyProcPid;
+	/* a handoff() may make this backend the lease's holder */
+	tenure_note_mine(key);
 	LWLockRelease(tenure_shared->lock);
 	tenure_waiting = true;
 }

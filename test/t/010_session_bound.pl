@@ -247,6 +247,54 @@ is( $node->safe_psql(
 
 $sess_f->quit;
 $sess_b->quit;
+
+#
+# A backend's exit looks up the leases it reserved or waited for, not the
+# whole table; the list it keeps is bounded.  Past the bound it drops the
+# leases it no longer holds, and if it holds more than fit it scans the
+# whole table at exit.  Both ways, every session-bound tenure ends with it.
+#
+$node->safe_psql('postgres',
+	"SELECT tenure.create_lease('many-' || i, ttl => '60 s', holdoff => '0')"
+	  . " FROM generate_series(1, 80) i");
+
+# 40 leases released again, then 3 held: the list kept room for them
+my $sess_p = $node->background_psql('postgres');
+my $p_pid = $sess_p->query_safe('SELECT pg_backend_pid()');
+$sess_p->query_safe(
+	"SELECT count(tenure.release('many-' || i, 'p'))"
+	  . " FROM generate_series(1, 40) i,"
+	  . " LATERAL (SELECT tenure.acquire('many-' || i, 'p', session_bound => true)) a");
+is( $sess_p->query_safe(
+		"SELECT count(tenure.acquire('many-' || i, 'p', session_bound => true))"
+		  . " FROM generate_series(41, 43) i"),
+	'3',
+	'after 40 leases acquired and released, a backend holds 3 more session-bound');
+
+# 37 held at once: more than the list holds
+my $sess_o = $node->background_psql('postgres');
+my $o_pid = $sess_o->query_safe('SELECT pg_backend_pid()');
+is( $sess_o->query_safe(
+		"SELECT count(tenure.acquire('many-' || i, 'o', session_bound => true))"
+		  . " FROM generate_series(44, 80) i"),
+	'37',
+	'another backend holds 37 leases session-bound');
+
+terminate($p_pid, 'the backend holding 3');
+terminate($o_pid, 'the backend holding 37');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 0 FROM tenure.leases WHERE lease LIKE 'many-%' AND holder IS NOT NULL"),
+	'every session-bound tenure of both backends ended with them');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT string_agg(end_reason || ' ' || n, ', ' ORDER BY end_reason) FROM"
+		  . " (SELECT end_reason, count(*) n FROM tenure.history WHERE lease LIKE 'many-%'"
+		  . " GROUP BY 1) s",
+		'released 40, session ended 40'),
+	'history: 40 released, 40 ended with their session');
+$sess_p->quit;
+$sess_o->quit;
 $node->stop;
 
 done_testing();
