@@ -238,6 +238,133 @@ tenure_end_abandoned(const char *name, const TenureAbandoned *abandoned,
 }
 
 /*
+ * Raise the error of a share of lease slots that is used up (r says whose).
+ */
+static void
+tenure_share_used_up(TenureReserveResult r, int limit)
+{
+	if (r == TENURE_RESERVE_ROLE_SHARE)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("role \"%s\" holds its share of lease slots",
+						GetUserNameFromId(GetUserId(), false)),
+				 errdetail_plural("A role may hold at most %d tenure at a time (tenure.role_share = %d%% of tenure.max_leases = %d).",
+								  "A role may hold at most %d tenures at a time (tenure.role_share = %d%% of tenure.max_leases = %d).",
+								  limit, limit,
+								  tenure_role_share, tenure_max_leases),
+				 errhint("Release tenures the role no longer needs, or raise tenure.role_share.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("database \"%s\" holds its share of lease slots",
+					get_database_name(MyDatabaseId)),
+			 errdetail_plural("A database may hold at most %d tenure at a time (tenure.database_share = %d%% of tenure.max_leases = %d).",
+							  "A database may hold at most %d tenures at a time (tenure.database_share = %d%% of tenure.max_leases = %d).",
+							  limit, limit,
+							  tenure_database_share, tenure_max_leases),
+			 errhint("Release tenures the database no longer needs, or raise tenure.database_share.")));
+}
+
+/*
+ * Check the caller's rights on the lease, and bring its shared entry up to
+ * its committed row if the entry is stale.
+ */
+static void
+tenure_acquire_entry(const char *name, const TenureKey *key)
+{
+	TenureSpi	spi;
+	TenureRow	row;
+	TenureRow	latest;
+	TenureCarry carry;
+	bool		exists;
+
+	tenure_load_row(name, &row, false);
+	tenure_check_owner(name, row.owner, GetUserId());
+	if (!tenure_state_stale(key, row.id))
+		return;
+	tenure_spi_begin(&spi);
+	exists = tenure_load_committed(name, &latest, true, &carry);
+	tenure_spi_end(&spi);
+
+	/* the entry follows the catalog, whatever our snapshot says */
+	if (exists)
+		tenure_load_entry(key, &latest, &carry);
+	if (!exists || latest.id != row.id)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("lease \"%s\" was dropped and created again concurrently", name),
+				 errhint("Retry the transaction.")));
+}
+
+/*
+ * Reserved, and the keeper holds the lock: issue the epoch and write the
+ * history.  Returns the epoch with *started set, or 0 if the lease's row
+ * is locked and the caller does not wait (busy says so).
+ */
+static int64
+tenure_acquire_issue(const char *name, const char *holder,
+					 const TenureKey *key, uint64 token, bool session_bound,
+					 bool nowait, TenureBusy *busy, bool *started)
+{
+	int64		epoch;
+	bool		locked = false;
+	TransactionId xid;
+
+	/*
+	 * Reserved, and the keeper holds the lock: issue the epoch.  Whatever
+	 * transaction we wait for meanwhile (an abandoned acquisition, or a
+	 * late claim, handoff or other change of the lease's row), our
+	 * reservation is not taken over, and its ttl counts from the issue on
+	 * (state.c; src/README, F10).
+	 */
+	if (!tenure_state_issuing(key, token))
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("acquisition of lease \"%s\" expired before its transaction committed", name),
+				 errdetail("Another holder took the lease over before its epoch was issued.")));
+	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(key),
+							   nowait ? &locked : NULL);
+	if (locked)
+	{
+		/*
+		 * A call that does not wait never waits for a row lock either: a
+		 * transaction that changes the lease (a claim, release, handoff,
+		 * drop or alter, perhaps idle) holds its row, and the lease is
+		 * busy.  Give the reservation back.
+		 */
+		tenure_state_begin_update();
+		(void) tenure_state_cancel(key, token);
+		tenure_state_end_update(true);
+		tenure_txn_forget_acquire(token);
+		memset(busy, 0, sizeof(TenureBusy));
+		busy->row_locked = true;
+		return 0;
+	}
+
+	tenure_history_close(name, key);
+	tenure_history_start(name, epoch, holder, session_bound);
+
+	/*
+	 * Our reservation may have outlived its ttl meanwhile and been taken
+	 * over; then its new holder waits for our row lock, so fail now.
+	 */
+	xid = GetTopTransactionIdIfAny();
+	if (!tenure_state_issued(key, token, epoch, xid))
+		ereport(ERROR,
+				(errcode(ERRCODE_TENURE_LEASE_HELD),
+				 errmsg("acquisition of lease \"%s\" expired before its transaction committed", name),
+				 errdetail("Another holder took the lease over while its epoch was being issued.")));
+	tenure_txn_issued(token, epoch);
+	*started = true;
+
+	/*
+	 * The transaction commits as synchronous_commit says: a crash may lose
+	 * it under "off", but never makes its epoch reappear (src/README,
+	 * "Issuing epochs").
+	 */
+	return epoch;
+}
+
+/*
  * Start a tenure of the lease for holder, waiting at most wait_us for
  * someone else's to end, or renew holder's own.  Returns the epoch, with
  * *started set for a new tenure, or 0 if the lease is held by someone
@@ -247,9 +374,6 @@ int64
 tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 					 bool session_bound, TenureBusy *busy, bool *started)
 {
-	TenureSpi	spi;
-	TenureRow	row;
-	TenureRow	latest;
 	TenureKey	key;
 	TenureAbandoned abandoned;
 	TenureEnding ending;
@@ -258,40 +382,15 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 	int64		deadline;
 	uint64		token = ((uint64) MyProcPid << 32) | (uint32) ++tenure_next_token;
 	bool		reserved = false;
-	bool		stale;
-	bool		exists = true;
-	TenureCarry carry;
 	bool		waiting = false;
-	bool		locked = false;
 	Oid			share_role;
-	TransactionId xid;
 
 	*started = false;
 	memset(busy, 0, sizeof(TenureBusy));
 	/* a superuser's tenures count, but no role share limits them */
 	share_role = superuser() ? InvalidOid : GetUserId();
 	tenure_make_key(&key, MyDatabaseId, name);
-	tenure_load_row(name, &row, false);
-	tenure_check_owner(name, row.owner, GetUserId());
-	stale = tenure_state_stale(&key, row.id);
-	if (stale)
-	{
-		tenure_spi_begin(&spi);
-		exists = tenure_load_committed(name, &latest, true, &carry);
-		tenure_spi_end(&spi);
-	}
-
-	if (stale)
-	{
-		/* the entry follows the catalog, whatever our snapshot says */
-		if (exists)
-			tenure_load_entry(&key, &latest, &carry);
-		if (!exists || latest.id != row.id)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("lease \"%s\" was dropped and created again concurrently", name),
-					 errhint("Retry the transaction.")));
-	}
+	tenure_acquire_entry(name, &key);
 	if (session_bound)
 		tenure_register_session_exit();
 
@@ -316,26 +415,8 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 
 		r = tenure_state_reserve(&key, holder, session_bound, share_role,
 								 token, takeover, &epoch, busy, &abandoned);
-		if (r == TENURE_RESERVE_ROLE_SHARE)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("role \"%s\" holds its share of lease slots",
-							GetUserNameFromId(GetUserId(), false)),
-					 errdetail_plural("A role may hold at most %d tenure at a time (tenure.role_share = %d%% of tenure.max_leases = %d).",
-									  "A role may hold at most %d tenures at a time (tenure.role_share = %d%% of tenure.max_leases = %d).",
-									  busy->share_limit, busy->share_limit,
-									  tenure_role_share, tenure_max_leases),
-					 errhint("Release tenures the role no longer needs, or raise tenure.role_share.")));
-		if (r == TENURE_RESERVE_DATABASE_SHARE)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("database \"%s\" holds its share of lease slots",
-							get_database_name(MyDatabaseId)),
-					 errdetail_plural("A database may hold at most %d tenure at a time (tenure.database_share = %d%% of tenure.max_leases = %d).",
-									  "A database may hold at most %d tenures at a time (tenure.database_share = %d%% of tenure.max_leases = %d).",
-									  busy->share_limit, busy->share_limit,
-									  tenure_database_share, tenure_max_leases),
-					 errhint("Release tenures the database no longer needs, or raise tenure.database_share.")));
+		if (r == TENURE_RESERVE_ROLE_SHARE || r == TENURE_RESERVE_DATABASE_SHARE)
+			tenure_share_used_up(r, busy->share_limit);
 		if (r == TENURE_RESERVE_NO_ENTRY)
 		{
 			/* its slot went to another lease meanwhile */
@@ -415,58 +496,7 @@ tenure_acquire_lease(const char *name, const char *holder, int64 wait_us,
 		return epoch;			/* the renewed tenure's, or 0 */
 	}
 
-	/*
-	 * Reserved, and the keeper holds the lock: issue the epoch.  Whatever
-	 * transaction we wait for meanwhile (an abandoned acquisition, or a
-	 * late claim, handoff or other change of the lease's row), our
-	 * reservation is not taken over, and its ttl counts from the issue on
-	 * (state.c; src/README, F10).
-	 */
-	if (!tenure_state_issuing(&key, token))
-		ereport(ERROR,
-				(errcode(ERRCODE_TENURE_LEASE_HELD),
-				 errmsg("acquisition of lease \"%s\" expired before its transaction committed", name),
-				 errdetail("Another holder took the lease over before its epoch was issued.")));
-	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key),
-							   wait_us == 0 ? &locked : NULL);
-	if (locked)
-	{
-		/*
-		 * A call that does not wait never waits for a row lock either: a
-		 * transaction that changes the lease (a claim, release, handoff,
-		 * drop or alter, perhaps idle) holds its row, and the lease is
-		 * busy.  Give the reservation back.
-		 */
-		tenure_state_begin_update();
-		(void) tenure_state_cancel(&key, token);
-		tenure_state_end_update(true);
-		tenure_txn_forget_acquire(token);
-		memset(busy, 0, sizeof(TenureBusy));
-		busy->row_locked = true;
-		return 0;
-	}
-
-	tenure_history_close(name, &key);
-	tenure_history_start(name, epoch, holder, session_bound);
-
-	/*
-	 * Our reservation may have outlived its ttl meanwhile and been taken
-	 * over; then its new holder waits for our row lock, so fail now.
-	 */
-	xid = GetTopTransactionIdIfAny();
-	if (!tenure_state_issued(&key, token, epoch, xid))
-		ereport(ERROR,
-				(errcode(ERRCODE_TENURE_LEASE_HELD),
-				 errmsg("acquisition of lease \"%s\" expired before its transaction committed", name),
-				 errdetail("Another holder took the lease over while its epoch was being issued.")));
-	tenure_txn_issued(token, epoch);
-	*started = true;
-
-	/*
-	 * The transaction commits as synchronous_commit says: a crash may lose
-	 * it under "off", but never makes its epoch reappear (src/README,
-	 * "Issuing epochs").
-	 */
-	return epoch;
+	return tenure_acquire_issue(name, holder, &key, token, session_bound,
+								wait_us == 0, busy, started);
 }
 

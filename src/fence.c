@@ -13,7 +13,7 @@
  * in the setting by an earlier transaction or client of a pooled
  * connection counts.
  *
- * The protocol, with the invariants F1 .. F9 that other comments cite,
+ * The protocol, with the invariants F1 .. F10 that other comments cite,
  * is argued in src/README.
  *
  * The check.  A fenced write passes iff the lease has a live tenure whose
@@ -849,6 +849,39 @@ tenure_fence_reset(void)
 }
 
 /*
+ * Refuse a fence trigger function fired other than fence_table() creates
+ * it: as a BEFORE ... FOR EACH STATEMENT trigger (the fence trigger), or
+ * an AFTER ... FOR EACH ROW trigger (the apply trigger, for_row), with the
+ * lease's name as its one argument.
+ */
+static void
+tenure_fence_trigger_fired(FunctionCallInfo fcinfo, const char *function,
+						   bool for_row)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	bool		as_made;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s must be called as a trigger", function)));
+	if (for_row)
+		as_made = TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) &&
+			TRIGGER_FIRED_AFTER(trigdata->tg_event);
+	else
+		as_made = TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) &&
+			TRIGGER_FIRED_BEFORE(trigdata->tg_event);
+	if (!as_made || trigdata->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s was fired in an unsupported way", function),
+				 for_row ?
+				 errdetail("It must be an AFTER ... FOR EACH ROW trigger whose one argument names the lease.") :
+				 errdetail("It must be a BEFORE ... FOR EACH STATEMENT trigger whose one argument names the lease."),
+				 errhint("Use tenure.fence_table() to fence a table.")));
+}
+
+/*
  * Trigger function tenure.fence_trigger(lease): BEFORE ... FOR EACH
  * STATEMENT on INSERT, UPDATE, DELETE and TRUNCATE of a fenced table.
  */
@@ -860,18 +893,7 @@ pg_tenure_fence_trigger(PG_FUNCTION_ARGS)
 	const char *table;
 	int			fence_lock = -1;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("tenure.fence_trigger() must be called as a trigger")));
-	if (!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		trigdata->tg_trigger->tgnargs != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("tenure.fence_trigger() was fired in an unsupported way"),
-				 errdetail("It must be a BEFORE ... FOR EACH STATEMENT trigger whose one argument names the lease."),
-				 errhint("Use tenure.fence_table() to fence a table.")));
+	tenure_fence_trigger_fired(fcinfo, "tenure.fence_trigger()", false);
 
 	tenure_require_loaded();
 	lease = trigdata->tg_trigger->tgargs[0];
@@ -968,18 +990,7 @@ pg_tenure_fence_apply_trigger(PG_FUNCTION_ARGS)
 	const char *table;
 	int			fence_lock = -1;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("tenure.fence_apply_trigger() must be called as a trigger")));
-	if (!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
-		trigdata->tg_trigger->tgnargs != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("tenure.fence_apply_trigger() was fired in an unsupported way"),
-				 errdetail("It must be an AFTER ... FOR EACH ROW trigger whose one argument names the lease."),
-				 errhint("Use tenure.fence_table() to fence a table.")));
+	tenure_fence_trigger_fired(fcinfo, "tenure.fence_apply_trigger()", true);
 
 	lease = trigdata->tg_trigger->tgargs[0];
 	table = RelationGetRelationName(trigdata->tg_relation);
