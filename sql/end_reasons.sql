@@ -1,5 +1,5 @@
 -- The end reasons of tenure.history: the C table that names them
--- (tenure_end_reason_text(), pg_tenure.h) against the CHECK constraint of
+-- (tenure_end_reason_text(), history.h) against the CHECK constraint of
 -- the end_reason column, both ways.  The C table is read through a C
 -- function that the extension does not create: this session binds it.
 SET client_min_messages = warning;

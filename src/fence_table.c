@@ -37,7 +37,7 @@
  *
  * What shapes a fenced table's rows (src/README, F9):
  *		tenure_fence_foreign_check() runs a query that TENURE_FOREIGN_QUERY
- *		(pg_tenure.h) builds
+ *		(fence_table.h) builds
  *
  * The writes themselves are checked in fence.c (src/README, F2).
  *

@@ -5,7 +5,7 @@
  *		claim's row, closing rows with the reason their tenure ended,
  *		trimming a lease's rows, and raising an open row's ttl.
  *
- * The reasons are named by tenure_end_reason_text() (pg_tenure.h), the one
+ * The reasons are named by tenure_end_reason_text() (history.h), the one
  * table of them; no statement spells one.  sql/end_reasons.sql checks the
  * table against the CHECK constraint of tenure.history.end_reason, through
  * pg_tenure_end_reasons(), a C function that the extension does not create

@@ -3,7 +3,7 @@
  * lease.c
  *		The SQL functions of pg_tenure's leases: create_lease, alter_lease,
  *		drop_lease, acquire, acquire_or_error, renew, release, leader_is,
- *		current_epoch and claim_epoch.
+ *		current_epoch, claim_epoch, handoff and set_preferred.
  *
  * Durable facts (the lease's settings and owner, its epoch, the history)
  * live in tables of the schema tenure, which only the extension's owner

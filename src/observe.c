@@ -3,7 +3,8 @@
  * observe.c
  *		What backends can see of leases without changing them: the
  *		shared-memory state behind tenure.leases, await_change,
- *		await_active and the size of shared memory.
+ *		await_active, lease_stats (and stats_reset, which zeroes its
+ *		counters), waiters and the size of shared memory.
  *
  * await_change() sleeps until a lease's holder or epoch differs from what
  * the caller knew (see its comment).

@@ -34,6 +34,9 @@
  *		tenure_promotion_listed(), tenure_promotion_listed_epochs()
  *									the old primary's live tenures
  *		tenure_promotion_carried()	the same, for the keeper's own list
+ *		tenure_promotion_demotion_left()
+ *									how long a replaced primary may serve
+ *		tenure_promotion_live_cmp()	the order of a list of tenures
  *		tenure_promotion_log_live()	the keeper, at a clean shutdown
  *
  *-------------------------------------------------------------------------

@@ -1134,7 +1134,7 @@ tenure_unreserve(TenureLease *lease)
 
 /*
  * Name of an end reason, as stored in tenure.history (the table is
- * tenure_end_reason_text(), pg_tenure.h).
+ * tenure_end_reason_text(), history.h).
  */
 static const char *
 tenure_end_reason_name(TenureEndReason reason)

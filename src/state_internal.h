@@ -8,7 +8,7 @@
  *		LISTEN/NOTIFY handshake).
  *
  * Only those files include this header (test/call_graph.pl checks it):
- * everything else asks the verbs declared in pg_tenure.h, and no pointer
+ * everything else asks the verbs declared in state.h, and no pointer
  * to an entry leaves the module.  state.c's header states the locking
  * protocol and lists every verb by the lock mode it takes.  A file of the
  * module calls only the core's helpers declared here, never the other way
