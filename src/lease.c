@@ -133,7 +133,8 @@ pg_tenure_create_lease(PG_FUNCTION_ARGS)
 	/*
 	 * A lease created again under an old name continues that name's epochs,
 	 * their base and where they were issued, so that tokens of the old lease
-	 * never become valid again and its epochs neither jump nor restart.
+	 * never become valid again and its epochs neither jump nor restart
+	 * (src/README, E6; epoch.c issues from this row).
 	 *
 	 * Its fence lock: in a database of fewer than 64 leases the least used
 	 * one, so that up to TENURE_FENCE_LOCKS leases never share one;
