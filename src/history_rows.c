@@ -421,6 +421,99 @@ tenure_history_close_restarted_once(void)
 }
 
 /*
+ * Whether the row of tenure.history in t->slot is an open row of the
+ * lease; with *this_run set if this server run opened it (boot_id).
+ */
+static bool
+tenure_history_open_row(TenureTable *t, const char *name, bool *this_run)
+{
+	bool		isnull;
+
+	(void) tenure_table_get(t, TENURE_HISTORY_ENDED, &isnull);
+	if (!isnull ||
+		strcmp(TextDatumGetCString(tenure_table_get(t, TENURE_HISTORY_LEASE,
+													&isnull)), name) != 0)
+		return false;
+	*this_run = DatumGetInt64(tenure_table_get(t, TENURE_HISTORY_BOOT_ID,
+											   &isnull)) == tenure_boot_id();
+	return true;
+}
+
+/*
+ * tenure_history_close()'s UPDATE by direct access, where every open row
+ * of the lease is this server run's: what a new tenure finds when its
+ * predecessor's session ended, or its tenure expired or was taken over,
+ * and the history writer has not closed the row yet (a failover waits for
+ * this).  For such rows the UPDATE sets ended to the end shared memory
+ * saw, or now, and end_reason to that end's reason for its epoch, else
+ * "expired"; rows another transaction holds are skipped, as FOR UPDATE
+ * SKIP LOCKED does.  Returns false, having changed nothing, where a row
+ * of an earlier server run is open, or the table has objects of the
+ * user's: the UPDATE then does it.
+ */
+static bool
+tenure_history_close_this_run(const char *name, int64 epoch,
+							  const char *reason, TimestampTz ended)
+{
+	static const int cols[2] = {TENURE_HISTORY_ENDED, TENURE_HISTORY_END_REASON};
+	TenureTable t;
+	ScanKeyData key;
+	IndexScanDesc scan;
+	Datum		values[2];
+	bool		isnull[2] = {0};
+	bool		this_run = true;
+	bool		any = false;
+	int			pass;
+
+	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "UPDATE"))
+		return false;
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ,
+				CStringGetTextDatum(name));
+
+	/*
+	 * The first pass only looks: whether there is anything to close (after
+	 * a release, usually not), and whether the UPDATE must close rows of
+	 * earlier runs.
+	 */
+	for (pass = 0; pass < 2 && this_run && (pass == 0 || any); pass++)
+	{
+		scan = tenure_table_scan(&t, TENURE_INDEX_HISTORY_OPEN, &key, 1);
+		while (this_run && tenure_table_next(&t, scan))
+		{
+			bool		traversed;
+			int64		row_epoch;
+
+			if (!tenure_history_open_row(&t, name, &this_run) || !this_run)
+				continue;
+			any = true;
+			if (pass == 0)
+				continue;
+			if (tenure_table_lock(&t, LockTupleExclusive, LockWaitSkip,
+								  &traversed) != TM_Ok)
+				continue;		/* another transaction is closing it */
+			if (traversed && (!tenure_history_open_row(&t, name, &this_run) ||
+							  !this_run))
+			{
+				this_run = true;	/* its new version is not ours to close */
+				continue;
+			}
+			row_epoch = DatumGetInt64(tenure_table_get(&t, TENURE_HISTORY_EPOCH,
+													   &isnull[0]));
+			values[0] = TimestampTzGetDatum(reason != NULL ? ended :
+											GetCurrentTimestamp());
+			values[1] = CStringGetTextDatum(reason != NULL && row_epoch == epoch ?
+											reason :
+											tenure_end_reason_text(TENURE_END_EXPIRED));
+			isnull[0] = false;
+			(void) tenure_table_update(&t, 2, cols, values, isnull);
+		}
+		tenure_table_end_scan(scan);
+	}
+	tenure_table_close(&t);
+	return this_run;
+}
+
+/*
  * Record in tenure.history the end of every tenure of the lease that the
  * table still shows open: the one shared memory says ended, and any left
  * open by a server restart; and the tenures of other leases left open by
@@ -448,10 +541,11 @@ tenure_history_close(const char *name, const TenureKey *key)
 	 * ends (see tenure_end_abandoned()).
 	 */
 	tenure_history_close_restarted_once();
+	reason = tenure_state_ended(key, &epoch, &ended);
+	if (tenure_history_close_this_run(name, epoch, reason, ended))
+		return;
 	if (!tenure_history_lease_open(name))
 		return;
-
-	reason = tenure_state_ended(key, &epoch, &ended);
 
 	/*
 	 * This lease's tenure that shared memory saw end.  A row locked by
