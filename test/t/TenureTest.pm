@@ -45,6 +45,13 @@
 #   my $sql = fenced_write('t', 'w', $epoch, "$id, $epoch");  # other values
 #   my ($rc, $stderr) = try_sql($node, 'db', $sql);   # psql, errors
 #                                            # verbose (with the SQLSTATE)
+#   my $h = start_client('name', @cmd);     # run @cmd in the background
+#                                            # (an IPC::Run harness), its
+#                                            # output in the log directory
+#                                            # as NNN_name.log (NNN: the
+#                                            # test's number); killed at
+#                                            # exit if still running
+#   my $text = client_log('name');           # that output so far
 #   stop_for_switchover($primary, $standby); # stop $primary cleanly and
 #                                            # wait until $standby replayed
 #                                            # its shutdown checkpoint (dies
@@ -61,6 +68,8 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use File::Basename qw(basename);
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -69,7 +78,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(tenure_node wait_until tenure_of tenure_standby
   start_statement keeper_pid wait_for_keeper fenced_write try_sql sql_error
   stop_for_switchover keeper_started promote_ready
-  promote_after_keeper_death);
+  promote_after_keeper_death start_client client_log);
 
 sub tenure_node
 {
@@ -246,6 +255,49 @@ sub stop_for_switchover
 		"SELECT pg_last_wal_replay_lsn() > '$checkpoint'::pg_lsn")
 	  or die "the standby did not replay the shutdown checkpoint $checkpoint";
 	return;
+}
+
+# Clients a test runs in the background (examples/ programs): each
+# one's output goes to the test's log directory, named after the test's
+# number, so that it is kept with the server logs after the run.
+my @clients;
+
+sub _client_logfile
+{
+	my ($name) = @_;
+	my ($test) = basename($0) =~ /^(\d+)_/;
+
+	return "$PostgreSQL::Test::Utils::log_path/" . ($test // 'client')
+	  . "_$name.log";
+}
+
+# Start @cmd in the background, stdin closed, stdout and stderr to the
+# client's log; its harness.  It gets the default timeout at most; does
+# not wait for anything.
+sub start_client
+{
+	my ($name, @cmd) = @_;
+	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', _client_logfile($name),
+		'2>&1', IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+
+	push @clients, $h;
+	return $h;
+}
+
+# The output of a client started by start_client, so far.
+sub client_log
+{
+	my ($name) = @_;
+
+	return slurp_file(_client_logfile($name));
+}
+
+# If the test dies half-way, do not leave clients behind.
+END
+{
+	local $?;    # keep the test's exit status
+
+	eval { $_->kill_kill(grace => 1) } for @clients;
 }
 
 1;
