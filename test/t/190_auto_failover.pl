@@ -332,7 +332,7 @@ sub check_after_failover
 	my %seen;
 	for my $e (grep { !$seen{$_}++ } @old)
 	{
-		my ($ok, undef, $err) = psql($new, "BEGIN;\nSET LOCAL tenure.tokens = 'w=$e';\nINSERT INTO public.ledger VALUES ('old', -1, $e);\nCOMMIT;\n");
+		my ($ok, undef, $err) = psql($new, fenced_write('public.ledger', 'w', $e, "'old', -1, $e"));
 		ok(!$ok && $err =~ /TN002/, "$what: old token $e gets TN002 on the new primary");
 	}
 	my @ev = events($dir, @holders);
