@@ -19,13 +19,9 @@ SET search_path = public;
 
 SELECT tenure.create_lease('huo_job', holdoff => '0');
 
--- whether this backend has prepared a statement of pg_tenure's that
--- starts so (kept plans show in pg_backend_memory_contexts): the SQL way
-CREATE FUNCTION pg_temp.prepared(stmt text) RETURNS boolean
-LANGUAGE sql AS $$
-	SELECT EXISTS (SELECT FROM pg_backend_memory_contexts
-				   WHERE name = 'CachedPlanSource' AND ident LIKE stmt || '%')
-$$;
+-- pg_temp.prepared(stmt): whether this backend has prepared a statement
+-- of pg_tenure's that starts so (sql/include/prepared.psql)
+\i sql/include/prepared.psql
 
 -- by direct access: no statement of the hot path prepared
 SELECT tenure.acquire('huo_job', 'z') IS NOT NULL AS acquired;
@@ -103,11 +99,7 @@ SELECT count(*) AS audited_before FROM huo_audit \gset
 \c
 SET search_path = public;
 \i sql/include/err.psql
-CREATE FUNCTION pg_temp.prepared(stmt text) RETURNS boolean
-LANGUAGE sql AS $$
-	SELECT EXISTS (SELECT FROM pg_backend_memory_contexts
-				   WHERE name = 'CachedPlanSource' AND ident LIKE stmt || '%')
-$$;
+\i sql/include/prepared.psql
 SELECT tenure.acquire('huo_job', 'c') AS e4 \gset
 SELECT tenure.renew('huo_job', 'c') AS renewed;
 SELECT tenure.release('huo_job', 'c') AS released;

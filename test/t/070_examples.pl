@@ -35,7 +35,6 @@ my $job_bin = "$examples/singleton_job";
 my $writer_bin = "$examples/singleton_writer";
 
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
-my $logdir = $PostgreSQL::Test::Utils::log_path;
 
 my $node = tenure_node('examples', conf => "track_commit_timestamp = on\n");
 $node->safe_psql('postgres', q{
@@ -48,34 +47,6 @@ CREATE TABLE orders (writer text NOT NULL, epoch bigint NOT NULL, seq bigint NOT
 SELECT tenure.fence_table('orders', 'orders-writer');
 });
 my $connstr = $node->connstr('postgres');
-
-# Start an example in the background, its output in the test's log directory.
-my @clients;
-
-sub start_client
-{
-	my ($name, @cmd) = @_;
-	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', "$logdir/070_$name.log",
-		'2>&1', IPC::Run::timeout($timeout));
-
-	push @clients, $h;
-	return $h;
-}
-
-# If the test dies half-way, do not leave clients behind.
-END
-{
-	local $?;    # keep the test's exit status
-
-	eval { $_->kill_kill(grace => 1) } for @clients;
-}
-
-sub client_log
-{
-	my ($name) = @_;
-
-	return slurp_file("$logdir/070_$name.log");
-}
 
 #
 # Singleton job

@@ -86,9 +86,7 @@ sub start_tenures
 	# the fences accept the current tokens, presented in the transaction,
 	# also from the session-bound holder's own session
 	$node->safe_psql('postgres', fenced_write('fenced_pl', 'pl', $issued{pl}[-1]));
-	$holder->query_safe(
-		"BEGIN; SET LOCAL tenure.tokens = 'sb=$issued{sb}[-1]'; INSERT INTO fenced_sb VALUES ($issued{sb}[-1]); COMMIT;"
-	);
+	$holder->query_safe(fenced_write('fenced_sb', 'sb', $issued{sb}[-1]));
 	is( $node->safe_psql(
 			'postgres',
 			"SELECT (SELECT max(epoch) FROM fenced_sb) || '|' || (SELECT max(epoch) FROM fenced_pl)"

@@ -57,11 +57,9 @@ my $e4 = $new->safe_psql('postgres', "SELECT tenure.claim_epoch('u', 'b')");
 cmp_ok($e4, '>', $e3, 'later epochs keep growing');
 
 # the old tokens are fenced off, the new one writes
-my ($ret, $out, $err) = $new->psql('postgres',
-	"BEGIN; SET LOCAL tenure.tokens = 'u=$e2'; INSERT INTO t VALUES ($e2); COMMIT;");
+my ($ret, $out, $err) = $new->psql('postgres', fenced_write('t', 'u', $e2));
 like($err, qr/rejected: epoch $e2 is not current/, 'a token from before the upgrade is rejected');
-$new->safe_psql('postgres',
-	"BEGIN; SET LOCAL tenure.tokens = 'u=$e4'; INSERT INTO t VALUES ($e4); COMMIT;");
+$new->safe_psql('postgres', fenced_write('t', 'u', $e4));
 is($new->safe_psql('postgres', 'SELECT array_agg(epoch) FROM t'),
 	"{$e4}", 'the current token writes');
 

@@ -43,31 +43,9 @@ my %programs = (
 	});
 
 my $timeout = $PostgreSQL::Test::Utils::timeout_default;
-my $logdir = $PostgreSQL::Test::Utils::log_path;
 
 my $node = tenure_node('python_go');
 my $bouncer = TenureBouncer->new($node, '185', pool_size => 4);
-
-my @clients;
-
-sub start_client
-{
-	my ($name, @cmd) = @_;
-	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', "$logdir/185_$name.log",
-		'2>&1', IPC::Run::timeout($timeout));
-
-	push @clients, $h;
-	return $h;
-}
-
-END
-{
-	local $?;
-
-	eval { $_->kill_kill(grace => 1) } for @clients;
-}
-
-sub client_log { return slurp_file("$logdir/185_$_[0].log"); }
 
 for my $lang (qw(python go))
 {

@@ -30,11 +30,11 @@ use FindBin;
 use lib $FindBin::Bin;
 use POSIX ();
 use IPC::Run;
-use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use TenureTest;
+use TenureHA;
 
 my $ttl = 2;
 sub which
@@ -67,17 +67,8 @@ $ENV{PGHOST} = $sock;
 mkdir $_ for "$dir/xdgc", "$dir/xdgd", "$dir/xdgr";
 my $log = $PostgreSQL::Test::Utils::log_path;
 my %port = map { $_ => PostgreSQL::Test::Cluster::get_free_port() } qw(mon n1 n2);
-my (%run, @children);
-
-sub now { clock_gettime(CLOCK_MONOTONIC) }
-
-# wait_until, and a step that never comes ends the test: nothing after it
-# would mean anything
-sub poll_until
-{
-	my ($what, $cond) = @_;
-	return wait_until($what, $cond) || die "timed out waiting for $what";
-}
+my %run;
+my @holders = qw(c1 c2);
 
 sub autoctl
 {
@@ -164,7 +155,7 @@ END
 	my $rc = $?;
 	return unless defined $dir;
 	kill 'CONT', $keeper if $keeper;
-	kill 'KILL', $_ for @children;
+	kill_campaigners();
 	# Let each postmaster end its children before anything is killed: the
 	# monitor's health check worker outlives a SIGKILLed postmaster, and
 	# keeps its logger alive with it.
@@ -245,73 +236,43 @@ my ($ok, $out, $err) = psql('rw', qq{
 ok($ok, 'extension, lease and fenced table created') or diag $err;
 
 # --- campaigners: acquire/renew every ttl/4; the leader by the client rule writes
+# (TenureHA.pm's loop; lines: campaign sent recv port epoch leader_is,
+# lead recv epoch, write t0 t1 holder seq epoch result)
 sub campaigner
 {
 	my ($holder) = @_;
-	my $stop = 0;
-	local $SIG{TERM} = sub { $stop = 1 };
-	open my $l, '>>', "$dir/$holder.log" or POSIX::_exit(1);
-	$l->autoflush(1);
-	my ($epoch, $last_sent, $leading, $fenced, $seq) = (undef, 0, 0, 0, 0);
-	while (!$stop)
-	{
-		my $sent = now();
-		my ($ok, $out) = psql('rw', "SELECT inet_server_port(), e, tenure.leader_is('w', '$holder') FROM tenure.acquire('w', '$holder') e");
-		my $recv = now();
-		my ($p, $e, $li) = split /\|/, $out // '';
-		if ($ok && defined $e && $e ne '')
-		{
-			if (!defined $epoch || $e != $epoch) { ($epoch, $leading, $fenced) = ($e, 0, 0) }
-			$last_sent = $sent;
-			printf $l "campaign %.6f %.6f %s %s %s\n", $sent, $recv, $p, $e, $li;
-			if ($li eq 't' && !$leading) { $leading = 1; printf $l "lead %.6f %s\n", $recv, $e }
-		}
-		else { printf $l "campaign %.6f %.6f - - -\n", $sent, $recv; }
-		my $next = $sent + $ttl / 4;
-		while (!$stop && now() < $next)
-		{
-			if ($leading && !$fenced && now() < $last_sent + $ttl)
+	run_campaigner(
+		dir => $dir,
+		holder => $holder,
+		period => $ttl / 4,
+		ttl => $ttl,
+		step => sub {
+			my ($l, $sent) = @_;
+			my ($ok, $out) = psql('rw', "SELECT inet_server_port(), e, tenure.leader_is('w', '$holder') FROM tenure.acquire('w', '$holder') e");
+			my $recv = now();
+			my ($p, $e, $li) = split /\|/, $out // '';
+			if ($ok && defined $e && $e ne '')
 			{
-				$seq++;
-				my $t0 = now();
-				# after the COMMIT, flushed here: has a standby flushed as far?
-				my ($ok, $out, $err) = psql('rw', "BEGIN;\n"
-					  . "SELECT inet_server_port(), set_config('tenure.tokens', 'w=$epoch', true);\n"
-					  . "INSERT INTO public.ledger VALUES ('$holder', $seq, $epoch);\nCOMMIT;\n"
-					  . "SELECT EXISTS (SELECT FROM pg_stat_replication WHERE flush_lsn >= pg_current_wal_flush_lsn());\n");
-				my (undef, $flushed) = split /\n/, $out // '';
-				my $r = $ok ? (($flushed // '') eq 't' ? 'ack' : 'ack_local') : $err =~ /TN002/ ? 'tn002' : 'err';
-				$fenced = 1 if $r eq 'tn002';    # never retry a fenced epoch
-				printf $l "write %.6f %.6f %s %d %s %s\n", $t0, now(), $holder, $seq, $epoch, $r;
+				printf $l "campaign %.6f %.6f %s %s %s\n", $sent, $recv, $p, $e, $li;
+				return ($e, $li, $recv);
 			}
-			else { select(undef, undef, undef, 0.05) }
-		}
-	}
-	POSIX::_exit(0);
+			printf $l "campaign %.6f %.6f - - -\n", $sent, $recv;
+			return (undef, undef, $recv);
+		},
+		write => sub {
+			my ($l, $seq, $epoch) = @_;
+			my $t0 = now();
+			my ($r) = ledger_write(\&psql, $holder, $seq, $epoch);
+			printf $l "write %.6f %.6f %s %d %s %s\n", $t0, now(), $holder, $seq, $epoch, $r;
+			return $r;
+		});
 }
-for my $h (qw(c1 c2))
-{
-	my $pid = fork();
-	die "fork: $!" unless defined $pid;
-	campaigner($h) if $pid == 0;
-	push @children, $pid;
-}
-
-sub events
-{
-	my @ev;
-	for my $h (qw(c1 c2))
-	{
-		open my $f, '<', "$dir/$h.log" or next;
-		while (<$f>) { chomp; push @ev, [ $h, split / / ] }
-	}
-	return @ev;
-}
+start_campaigners(\&campaigner, @holders);
 # acknowledged writes under an epoch first returned after $t
 sub acked_after
 {
 	my ($t) = @_;
-	my @ev = events();
+	my @ev = events($dir, @holders);
 	my %new = map { $_->[5] => 1 } grep { $_->[1] eq 'campaign' && $_->[2] > $t && $_->[5] ne '-' } @ev;
 	return grep { $_->[1] eq 'write' && $_->[7] =~ /^ack/ && $new{ $_->[6] } } @ev;
 }
@@ -345,7 +306,7 @@ sub sync_writes_on
 	my ($node, $t, $count) = @_;
 	poll_until("synchronous replication on $node", sub {
 		return sync_in_force($node)
-		  && (grep { $_->[1] eq 'write' && $_->[7] eq 'ack' && $_->[2] > $t } events()) >= $count;
+		  && (grep { $_->[1] eq 'write' && $_->[7] eq 'ack' && $_->[2] > $t } events($dir, @holders)) >= $count;
 	});
 }
 
@@ -358,7 +319,7 @@ sub check_after_failover
 	# issued on the new primary: returned by it after the failure began;
 	# everything else was issued before (the old primary may still renew
 	# while a planned switchover drains it)
-	my @c = grep { $_->[1] eq 'campaign' && $_->[5] ne '-' } events();
+	my @c = grep { $_->[1] eq 'campaign' && $_->[5] ne '-' } events($dir, @holders);
 	my $on_new = sub { $_[0][4] eq $port{$new} && $_[0][2] > $t_fail };
 	my @new = map { $_->[5] } grep { $on_new->($_) } @c;
 	my @old = map { $_->[5] } grep { !$on_new->($_) } @c;
@@ -371,10 +332,10 @@ sub check_after_failover
 	my %seen;
 	for my $e (grep { !$seen{$_}++ } @old)
 	{
-		my ($ok, undef, $err) = psql($new, "BEGIN;\nSET LOCAL tenure.tokens = 'w=$e';\nINSERT INTO public.ledger VALUES ('old', -1, $e);\nCOMMIT;\n");
+		my ($ok, undef, $err) = psql($new, fenced_write('public.ledger', 'w', $e, "'old', -1, $e"));
 		ok(!$ok && $err =~ /TN002/, "$what: old token $e gets TN002 on the new primary");
 	}
-	my @ev = events();
+	my @ev = events($dir, @holders);
 	my (undef, $rows) = psql($new, "SELECT holder || ':' || seq || ':' || epoch FROM public.ledger");
 	my %have = map { $_ => 1 } split /\n/, $rows;
 	my @acked = map { "$_->[4]:$_->[5]:$_->[6]" } grep { $_->[1] eq 'write' && $_->[7] eq 'ack' } @ev;
@@ -430,14 +391,12 @@ kill 'KILL', $pm;
 kill 'KILL', -$run{n2}{KIDS}[0]{PID};
 poll_until('n1 takes over', sub { my $s = states(); $s->{n1} && $s->{n1}[0] eq $s->{n1}[1] && $s->{n1}[0] =~ /^(wait_primary|primary)$/ });
 poll_until('writes under a new epoch', sub { acked_after($t2) >= 5 });
-kill 'TERM', @children;
-for my $c (@children) { poll_until("campaigner $c exits", sub { waitpid($c, POSIX::WNOHANG()) != 0 }) }
-@children = ();
+end_campaigners();
 check_after_failover('node kill', $t2, 'n1');
 
 # --- never two leaders by the client rule: [lead observed, last renew sent + ttl]
 my (%iv, %last);
-for my $e (events())
+for my $e (events($dir, @holders))
 {
 	if ($e->[1] eq 'campaign' && $e->[5] ne '-') { $last{"$e->[0]/$e->[5]"} = $e->[2] }
 	if ($e->[1] eq 'lead') { $iv{"$e->[0]/$e->[3]"} = $e->[2] }
@@ -453,7 +412,7 @@ for my $i (1 .. $#iv)
 	}
 }
 is("@overlap", '', 'never two leaders by the client rule (' . scalar(@iv) . ' leaderships)');
-my @nat = grep { $_->[1] eq 'write' && $_->[7] eq 'tn002' } events();
+my @nat = grep { $_->[1] eq 'write' && $_->[7] eq 'tn002' } events($dir, @holders);
 diag scalar(@nat) . ' writes by a stale leader were rejected with TN002 in the run';
 
 done_testing();

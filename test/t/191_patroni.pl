@@ -36,12 +36,11 @@ use warnings;
 
 use FindBin;
 use lib $FindBin::Bin;
-use POSIX ();
-use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use TenureTest;
+use TenureHA;
 
 my $ttl = 5;
 my ($major) = `pg_config --version` =~ /PostgreSQL (\d+)/;
@@ -59,24 +58,8 @@ if (@missing)
 require TenurePatroni;
 
 our $dir = PostgreSQL::Test::Utils::tempdir('campaign');
-my @children;
+my @holders = qw(c1 c2);
 
-sub now { clock_gettime(CLOCK_MONOTONIC) }
-
-# wait_until, and a step that never comes ends the test: nothing after it
-# would mean anything
-sub poll_until
-{
-	my ($what, $cond) = @_;
-	return wait_until($what, $cond) || die "timed out waiting for $what";
-}
-
-END
-{
-	my $rc = $?;
-	kill 'KILL', @children if @children;
-	$? = $rc;
-}
 $SIG{TERM} = $SIG{INT} = sub { die "signal" };
 
 my $cluster = TenurePatroni->new('ha');
@@ -123,75 +106,39 @@ sub campaign_step
 	return $ok && defined $li ? ($p, $e eq '' ? '-' : $e, $li) : ('-', '-', '-');
 }
 
+# (TenureHA.pm's loop; events: [holder, kind, fields...]: renew/acquire
+# sent recv port epoch_presented epoch_returned leader_is; lead recv epoch;
+# write t0 t1 seq epoch port result)
 sub campaigner
 {
 	my ($holder) = @_;
-	my $stop = 0;
-	local $SIG{TERM} = sub { $stop = 1 };
-	open my $l, '>>', "$dir/$holder.log" or POSIX::_exit(1);
-	$l->autoflush(1);
-	my ($epoch, $last_sent, $leading, $fenced, $seq) = (undef, 0, 0, 0, 0);
-	while (!$stop)
-	{
-		my $sent = now();
-		my $op = defined $epoch ? 'renew' : 'acquire';
-		my ($p, $e, $li) = campaign_step($holder, $epoch);
-		my $recv = now();
-		printf $l "%s %.6f %.6f %s %s %s %s\n", $op, $sent, $recv, $p, $epoch // '-', $e, $li;
-		if ($e ne '-')
-		{
-			($epoch, $leading, $fenced) = ($e, 0, 0) if !defined $epoch || $e != $epoch;
-			$last_sent = $sent;
-			if ($li eq 't' && !$leading) { $leading = 1; printf $l "lead %.6f %s\n", $recv, $e }
-		}
-		# refused: the tenure is over (an error leaves it to the next step)
-		($epoch, $leading) = (undef, 0) if $op eq 'renew' && $p ne '-' && $e eq '-';
-		my $next = $sent + $ttl / 3;
-		while (!$stop && now() < $next)
-		{
-			if ($leading && !$fenced && now() < $last_sent + $ttl)
-			{
-				$seq++;
-				my $t0 = now();
-				# after the COMMIT, flushed here: has a standby flushed as far?
-				my ($ok, $out, $err) = $cluster->psql('rw', "BEGIN;\n"
-					  . "SELECT inet_server_port(), set_config('tenure.tokens', 'w=$epoch', true);\n"
-					  . "INSERT INTO public.ledger VALUES ('$holder', $seq, $epoch);\nCOMMIT;\n"
-					  . "SELECT EXISTS (SELECT FROM pg_stat_replication WHERE flush_lsn >= pg_current_wal_flush_lsn());\n");
-				my ($wp, $flushed) = split /\n/, $out // '';
-				($wp) = split /\|/, $wp // '-';
-				my $r = $ok ? (($flushed // '') eq 't' ? 'ack' : 'ack_local') : $err =~ /TN002/ ? 'tn002' : 'err';
-				$fenced = 1 if $r eq 'tn002';    # never retry a fenced epoch
-				printf $l "write %.6f %.6f %d %s %s %s\n", $t0, now(), $seq, $epoch, $wp || '-', $r;
-				select(undef, undef, undef, 0.05);
-			}
-			else { select(undef, undef, undef, 0.05) }
-		}
-	}
-	POSIX::_exit(0);
+	run_campaigner(
+		dir => $dir,
+		holder => $holder,
+		period => $ttl / 3,
+		ttl => $ttl,
+		step => sub {
+			my ($l, $sent, $s) = @_;
+			my $op = defined $s->{epoch} ? 'renew' : 'acquire';
+			my ($p, $e, $li) = campaign_step($holder, $s->{epoch});
+			my $recv = now();
+			printf $l "%s %.6f %.6f %s %s %s %s\n", $op, $sent, $recv, $p, $s->{epoch} // '-', $e, $li;
+			# refused: the tenure is over (an error leaves it to the next step)
+			@$s{qw(epoch leading)} = (undef, 0) if $op eq 'renew' && $p ne '-' && $e eq '-';
+			return ($e eq '-' ? undef : $e, $li, $recv);
+		},
+		write => sub {
+			my ($l, $seq, $epoch) = @_;
+			my $t0 = now();
+			my ($r, $wp) = ledger_write(sub { $cluster->psql(@_) }, $holder, $seq, $epoch);
+			printf $l "write %.6f %.6f %d %s %s %s\n", $t0, now(), $seq, $epoch, $wp, $r;
+			select(undef, undef, undef, 0.05);
+			return $r;
+		});
 }
-for my $h (qw(c1 c2))
-{
-	my $pid = fork();
-	die "fork: $!" unless defined $pid;
-	campaigner($h) if $pid == 0;
-	push @children, $pid;
-}
-
-# [holder, kind, fields...]: renew/acquire sent recv port epoch_presented
-# epoch_returned leader_is; lead recv epoch; write t0 t1 seq epoch port result
-sub events
-{
-	my @ev;
-	for my $h (qw(c1 c2))
-	{
-		open my $f, '<', "$dir/$h.log" or next;
-		while (<$f>) { chomp; push @ev, [ $h, split / / ] }
-	}
-	return @ev;
-}
-sub steps { grep { $_->[1] =~ /^(renew|acquire)$/ } events() }
-sub writes { grep { $_->[1] eq 'write' } events() }
+start_campaigners(\&campaigner, @holders);
+sub steps { grep { $_->[1] =~ /^(renew|acquire)$/ } events($dir, @holders) }
+sub writes { grep { $_->[1] eq 'write' } events($dir, @holders) }
 
 # acknowledged writes on $node, begun after $t, that a standby had flushed
 # at their COMMIT (with $any, also the others), in the order they began
@@ -207,7 +154,7 @@ sub acked_on
 sub leader_at
 {
 	my ($t) = @_;
-	my ($lead) = sort { $b->[2] <=> $a->[2] } grep { $_->[1] eq 'lead' && $_->[2] < $t } events();
+	my ($lead) = sort { $b->[2] <=> $a->[2] } grep { $_->[1] eq 'lead' && $_->[2] < $t } events($dir, @holders);
 	return () unless $lead;
 	return ($lead->[0], $lead->[3]);
 }
@@ -294,9 +241,7 @@ is("$first->[5] $first->[6]", "$e2 -", "node kill: $h2\'s renew of epoch $e2 thr
 ok(log_says('n1', qr/pg_tenure: the promotion from timeline 2 may have lost transactions of the old primary; its tenures end/),
 	'node kill: the log of n1 says the tenures end');
 poll_until('a fenced write under a new epoch on n1', sub { grep { $_->[5] ne $e2 } acked_on('n1', $t2, 1) });
-kill 'TERM', @children;
-for my $c (@children) { poll_until("campaigner $c exits", sub { waitpid($c, POSIX::WNOHANG()) != 0 }) }
-@children = ();
+end_campaigners();
 my @new = map { $_->[6] } grep { $_->[2] > $t2 && $_->[4] eq $port{n1} && $_->[6] ne '-' } steps();
 my ($minnew) = sort { $a <=> $b } @new;
 my ($maxold) = sort { $b <=> $a } map { $_->[6] } grep { $_->[6] ne '-' && $_->[2] <= $t2 } steps();
@@ -308,7 +253,7 @@ check_writes('node kill', 'n1');
 
 # --- never two leaders by the client rule: [lead observed, last step sent + ttl]
 my (%iv, %last);
-for my $e (events())
+for my $e (events($dir, @holders))
 {
 	$last{"$e->[0]/$e->[6]"} = $e->[2] if $e->[1] =~ /^(renew|acquire)$/ && $e->[6] ne '-';
 	$iv{"$e->[0]/$e->[3]"} //= $e->[2] if $e->[1] eq 'lead';

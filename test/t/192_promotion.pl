@@ -62,10 +62,7 @@ $primary->safe_psql('postgres', fenced_write('orders', 'c', $c2, '(1)'));
 $primary->wait_for_catchup($standby);
 stop_for_switchover($primary, $standby);
 eval { $session->quit };
-$standby->promote;
-ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'the standby is promoted');
-ok(defined wait_for_keeper($standby), 'its keeper runs');
+promote_ready($standby, 'the standby');
 ok( $standby->wait_for_log(
 		qr/the promotion from timeline 1 kept every transaction of the old primary; its tenures continue/
 	),
@@ -171,10 +168,7 @@ $new->stop;
 my $lost = $old->safe_psql('postgres', "SELECT tenure.acquire('l', 'a')");
 $new->append_conf('postgresql.conf', "primary_conninfo = ''\n");
 $new->start;
-$new->promote;
-ok($new->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'lossy: the standby is promoted');
-ok(defined wait_for_keeper($new), 'lossy: its keeper runs');
+promote_ready($new, 'lossy: the standby');
 ok( $new->wait_for_log(
 		qr/the promotion from timeline 1 may have lost transactions of the old primary; its tenures end/
 	),
@@ -184,8 +178,7 @@ is($new->safe_psql('postgres', "SELECT tenure.renew('l', 'a')"),
 	'f', 'lossy: a cannot renew into a second leadership on the new primary');
 my $b = $new->safe_psql('postgres', "SELECT tenure.acquire('l', 'b')");
 cmp_ok($b, '>', $lost, 'lossy: b\'s epoch exceeds the one the standby missed');
-my $promoted_at = $new->safe_psql('postgres',
-	"SELECT backend_start FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'");
+my $promoted_at = keeper_started($new);
 is( $new->safe_psql(
 		'postgres',
 		"SELECT active_from >= '$promoted_at'::timestamptz + interval '5 s' + interval '1 h' FROM tenure.leases WHERE lease = 'l'"

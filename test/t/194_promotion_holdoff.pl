@@ -82,8 +82,7 @@ start_statement($aw,
 # the switchover
 stop_for_switchover($primary, $standby);
 my $before_promote = time();
-$standby->promote;
-wait_for_keeper($standby);
+promote_ready($standby, 'the standby');
 $standby->wait_for_log(qr/pg_tenure: the promotion from timeline/);
 like(slurp_file($standby->logfile), qr/kept every transaction/,
 	'the promotion had the proof');

@@ -102,8 +102,7 @@ is($primary->safe_psql('postgres', "SELECT tenure.renew('plain', 'A')"),
 $primary->wait_for_catchup($standby);
 $primary->stop('immediate');
 my $before_promote = time();
-$standby->promote;
-wait_for_keeper($standby);
+promote_ready($standby, 'the standby');
 $standby->wait_for_log(qr/pg_tenure: the promotion from timeline/);
 like(slurp_file($standby->logfile), qr/may have lost transactions/,
 	'no proof');

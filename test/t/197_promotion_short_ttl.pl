@@ -75,10 +75,7 @@ for my $l (qw(alt drp))
 
 $primary->wait_for_catchup($standby);
 stop_for_switchover($primary, $standby);
-$standby->promote;
-ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'the standby is promoted');
-ok(defined wait_for_keeper($standby), 'its keeper runs');
+promote_ready($standby, 'the standby');
 ok($standby->wait_for_log(qr/kept every transaction of the old primary; its tenures continue/),
 	'the keeper found the proof');
 

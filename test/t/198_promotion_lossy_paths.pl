@@ -61,14 +61,10 @@ for my $l (qw(late chain hand))
 }
 $new->append_conf('postgresql.conf', "primary_conninfo = ''\n");
 $new->start;
-$new->promote;
-ok($new->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'the standby is promoted');
-ok(defined wait_for_keeper($new), 'its keeper runs');
+promote_ready($new, 'the standby');
 ok($new->wait_for_log(qr/may have lost transactions of the old primary; its tenures end/),
 	'the keeper found no proof');
-my $promoted_at = $new->safe_psql('postgres',
-	"SELECT backend_start FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'");
+my $promoted_at = keeper_started($new);
 
 # late: the owner creates it again on the new primary, B acquires
 $new->safe_psql('postgres',

@@ -69,9 +69,7 @@ $old->wait_for_catchup($mid);
 stop_for_switchover($old, $mid);
 ok($old->log_contains(qr/pg_tenure keeper exiting with 2 live tenures/),
 	'the old keeper listed c and k as it exited');
-$mid->promote;
-ok($mid->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'the standby is promoted');
+promote_ready($mid, 'the standby');
 ok( $mid->wait_for_log(
 		qr/the promotion from timeline 1 kept every transaction of the old primary/),
 	'it found the proof');
@@ -96,9 +94,7 @@ $mid->wait_for_catchup($new);
 stop_for_switchover($mid, $new);
 ok($mid->log_contains(qr/pg_tenure keeper exiting with 2 live tenures/),
 	'the middle keeper listed c and k (k carried over unloaded)');
-$new->promote;
-ok($new->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'the second standby is promoted');
+promote_ready($new, 'the second standby');
 ok( $new->wait_for_log(
 		qr/the promotion from timeline 2 kept every transaction of the old primary/),
 	'it found the proof');

@@ -36,14 +36,11 @@ my $mid = tenure_standby($old, 'ls_mid');
 $old->wait_for_catchup($mid);
 
 # the lossy promotion: the old primary keeps running and serving A
-$mid->promote;
-ok($mid->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'the middle server is promoted');
+promote_ready($mid, 'the middle server');
 ok( $mid->wait_for_log(
 		qr/the promotion from timeline 1 may have lost transactions of the old primary/),
 	'without the proof');
-my $promoted_at = $mid->safe_psql('postgres',
-	"SELECT backend_start FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'");
+my $promoted_at = keeper_started($mid);
 $mid->safe_psql('postgres', "SELECT tenure.acquire('y', 'B')");
 is($mid->safe_psql('postgres', "SELECT tenure.leader_is('y', 'B')"),
 	'f', 'y: B does not lead on the middle server while A may');
@@ -55,9 +52,7 @@ $new->init_from_backup($mid, 'mid_base', has_streaming => 1);
 $new->start;
 $mid->wait_for_catchup($new);
 stop_for_switchover($mid, $new);
-$new->promote;
-ok($new->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'the third server is promoted');
+promote_ready($new, 'the third server');
 ok($new->wait_for_log(qr/the old primary's list of live tenures proves nothing/),
 	'the list says the first old primary may still serve');
 ok( $new->wait_for_log(

@@ -39,16 +39,13 @@ for my $mode ('crash', 'restart')
 }
 $old->wait_for_catchup($new);
 
-$new->promote;
-ok($new->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'promoted');
+promote_ready($new, 'new primary');
 ok( $new->wait_for_log(
 		qr/the promotion from timeline 1 may have lost transactions of the old primary; its tenures end/),
 	'no proof');
-ok(defined wait_for_keeper($new), 'keeper runs');
 # the keeper started after the promotion, and the server became ready
 # after that: the promotion + ttl + demotion_bound, from below
-my $promoted_at = $new->safe_psql('postgres',
-	"SELECT backend_start FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'");
+my $promoted_at = keeper_started($new);
 my $deadline = "'$promoted_at'::timestamptz + interval '$ttl s' + interval '1 h'";
 
 for my $mode ('crash', 'restart')

@@ -49,18 +49,9 @@ wait_until('e to expire',
 	sub { $old->safe_psql('postgres', "SELECT tenure.leader_is('e', 'a')") eq 'f' });
 is($old->safe_psql('postgres', "SELECT tenure.renew('e', 'a')"),
 	'f', 'old primary: e expired, its renew is refused');
-my $t_stop = time();
-stop_for_switchover($old, $mid);
-note sprintf('shut down %.2f s after the keeper died', $t_stop - $t_kill);
 # normally the keeper is not back yet (it restarts after a second), and
 # the list its death wrote is the last; either way e must stay ended
-my @exits = grep { /keeper exiting/ } split /\n/, slurp_file($old->logfile);
-note 'lists written: ', scalar(@exits);
-
-$mid->promote;
-ok($mid->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'promoted');
-ok(defined wait_for_keeper($mid), 'keeper runs');
-note join("\n", grep { /pg_tenure: the promotion/ } split /\n/, slurp_file($mid->logfile));
+promote_after_keeper_death($old, $mid, $t_kill);
 
 is($mid->safe_psql('postgres', "SELECT tenure.renew('e', 'a'), tenure.leader_is('e', 'a')"),
 	'f|f', 'e, expired on the old primary, stays ended on the new primary');

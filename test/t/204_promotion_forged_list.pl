@@ -53,17 +53,8 @@ $old->safe_psql('postgres',
 	"SET ROLE emitter; SELECT pg_logical_emit_message(false, 'pg_tenure.live', '\\x$payload'::bytea)");
 $old->safe_psql('postgres',
 	"SET ROLE emitter; SELECT pg_logical_emit_message(true, 'pg_tenure.live', '\\x$payload'::bytea)");
-my $t_stop = time();
-stop_for_switchover($old, $mid);
-note sprintf('shut down %.2f s after the keeper died', $t_stop - $t_kill);
 # normally the keeper is not back yet (it restarts after a second)
-my @exits = grep { /keeper exiting/ } split /\n/, slurp_file($old->logfile);
-note 'lists written: ', scalar(@exits);
-
-$mid->promote;
-ok($mid->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'promoted');
-ok(defined wait_for_keeper($mid), 'keeper runs');
-note join("\n", grep { /pg_tenure: the promotion/ } split /\n/, slurp_file($mid->logfile));
+promote_after_keeper_death($old, $mid, $t_kill);
 is($mid->safe_psql('postgres', "SELECT tenure.renew('e', 'a'), tenure.leader_is('e', 'a')"),
 	'f|f', 'the forged list does not bring e back');
 

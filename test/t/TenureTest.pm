@@ -26,12 +26,32 @@
 #   my $pid = wait_for_keeper($node);        # poll until exactly one keeper
 #   my $pid = wait_for_keeper($node, $old);  # runs (one that is not $old);
 #                                            # its pid, undef if none came
+#   my $ts = keeper_started($node);          # the keeper's backend_start
+#                                            # ('' if none runs), no wait
+#   my $pid = promote_ready($node, 'what');  # promote, then test that it
+#                                            # left recovery and that its
+#                                            # keeper runs (two tests, named
+#                                            # 'what: promoted' and 'what:
+#                                            # keeper runs'); the keeper's
+#                                            # pid, undef if a wait failed
+#   promote_after_keeper_death($old, $new, $t_kill);   # the switchover of
+#                                            # 203 and 204: stop $old for
+#                                            # $new, note the timing and the
+#                                            # lists $old wrote, then
+#                                            # promote_ready($new, ...)
 #   my $sql = fenced_write('t', 'w', $epoch);   # a transaction presenting
 #                                            # token w=$epoch that inserts
 #                                            # ($epoch) into table t
 #   my $sql = fenced_write('t', 'w', $epoch, "$id, $epoch");  # other values
 #   my ($rc, $stderr) = try_sql($node, 'db', $sql);   # psql, errors
 #                                            # verbose (with the SQLSTATE)
+#   my $h = start_client('name', @cmd);     # run @cmd in the background
+#                                            # (an IPC::Run harness), its
+#                                            # output in the log directory
+#                                            # as NNN_name.log (NNN: the
+#                                            # test's number); killed at
+#                                            # exit if still running
+#   my $text = client_log('name');           # that output so far
 #   stop_for_switchover($primary, $standby); # stop $primary cleanly and
 #                                            # wait until $standby replayed
 #                                            # its shutdown checkpoint (dies
@@ -48,14 +68,17 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use File::Basename qw(basename);
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(tenure_node wait_until tenure_of tenure_standby
   start_statement keeper_pid wait_for_keeper fenced_write try_sql sql_error
-  stop_for_switchover);
+  stop_for_switchover keeper_started promote_ready
+  promote_after_keeper_death start_client client_log);
 
 sub tenure_node
 {
@@ -140,6 +163,52 @@ sub wait_for_keeper
 		"SELECT pid FROM pg_stat_activity WHERE $where");
 }
 
+# The keeper's backend_start: when the keeper of the server's current
+# life (or of its promotion) began.  Does not wait; '' if no keeper runs.
+sub keeper_started
+{
+	my ($node) = @_;
+
+	return $node->safe_psql('postgres',
+		"SELECT backend_start FROM pg_stat_activity WHERE $keeper_where");
+}
+
+# Promote $node and wait, each up to the default timeout, until it has
+# left recovery and then until its keeper runs; both are tests named after
+# $what.  Returns the keeper's pid, undef if either wait failed.
+sub promote_ready
+{
+	my ($node, $what) = @_;
+
+	$node->promote;
+	ok($node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
+		"$what: promoted")
+	  or return undef;
+	my $pid = wait_for_keeper($node);
+	ok(defined $pid, "$what: keeper runs");
+	return $pid;
+}
+
+# The switchover after the old primary's keeper was killed at $t_kill
+# (time()): stop $old cleanly for $new, note how long after the kill and
+# how many lists of live tenures $old's keepers wrote (normally the
+# killed keeper's last, before its restart a second later), promote $new
+# with promote_ready, and note what its promotion logged.
+sub promote_after_keeper_death
+{
+	my ($old, $new, $t_kill) = @_;
+	my $t_stop = time();
+
+	stop_for_switchover($old, $new);
+	note sprintf('shut down %.2f s after the keeper died', $t_stop - $t_kill);
+	my @exits = grep { /keeper exiting/ } split /\n/, slurp_file($old->logfile);
+	note 'lists written: ', scalar(@exits);
+	my $pid = promote_ready($new, 'new primary');
+	note join("\n",
+		grep { /pg_tenure: the promotion/ } split /\n/, slurp_file($new->logfile));
+	return $pid;
+}
+
 sub fenced_write
 {
 	my ($table, $lease, $epoch, $values) = @_;
@@ -186,6 +255,49 @@ sub stop_for_switchover
 		"SELECT pg_last_wal_replay_lsn() > '$checkpoint'::pg_lsn")
 	  or die "the standby did not replay the shutdown checkpoint $checkpoint";
 	return;
+}
+
+# Clients a test runs in the background (examples/ programs): each
+# one's output goes to the test's log directory, named after the test's
+# number, so that it is kept with the server logs after the run.
+my @clients;
+
+sub _client_logfile
+{
+	my ($name) = @_;
+	my ($test) = basename($0) =~ /^(\d+)_/;
+
+	return "$PostgreSQL::Test::Utils::log_path/" . ($test // 'client')
+	  . "_$name.log";
+}
+
+# Start @cmd in the background, stdin closed, stdout and stderr to the
+# client's log; its harness.  It gets the default timeout at most; does
+# not wait for anything.
+sub start_client
+{
+	my ($name, @cmd) = @_;
+	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', _client_logfile($name),
+		'2>&1', IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+
+	push @clients, $h;
+	return $h;
+}
+
+# The output of a client started by start_client, so far.
+sub client_log
+{
+	my ($name) = @_;
+
+	return slurp_file(_client_logfile($name));
+}
+
+# If the test dies half-way, do not leave clients behind.
+END
+{
+	local $?;    # keep the test's exit status
+
+	eval { $_->kill_kill(grace => 1) } for @clients;
 }
 
 1;
