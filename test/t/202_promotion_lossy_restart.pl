@@ -22,7 +22,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use TenureTest;
 
-my $ttl = 2;
+my $ttl = 120;   # A outlives the promotions and restarts on a loaded machine
 my $conf = "tenure.demotion_bound = '1h'\n";
 my @leases = qw(rel open claim none);
 
