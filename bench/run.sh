@@ -3,7 +3,7 @@
 # pg_tenure benchmarks: pg_tenure against the approaches users build today,
 # on this machine, in one run, with pgbench (prepared statements).
 #
-#   bash bench/run.sh            # full run: writes bench/results/ (about 15 minutes on 2 cores)
+#   bash bench/run.sh            # full run: writes bench/results/ (about 24 minutes on 2 cores)
 #   bash bench/run.sh --smoke    # every section briefly, results in a temp dir
 #
 # Sections, in this order (SECTIONS picks some, e.g. SECTIONS="scale";
@@ -26,6 +26,7 @@
 # and client count), PAIRS and PAIR_SECONDS (6 of 3 s), FAILOVER_TRIALS
 # (200), FAILOVER_TTL_MS (500), DEFAULTS_TRIALS (20), DEFAULTS_TTL_MS
 # (1500), TODAY_TRIALS (30), FLOOR_TRIALS (150), FIRST_TRIALS (40), SCALE_MAX (100000), SCALE_FEW (10),
+# SCALE_PAIRS (5), SCALE_SECONDS (6), SCALE_TOLERANCE (0.05),
 # SCALE_ACQUIRE_BATCH (1000), SCALE_LOOP (1000), SCALE_LOCK_HEADROOM
 # (1000), KEEPER_IDLE_SECONDS (20), KEEPER_RENEW_RATE (100), PROFILE_SECONDS
 # (10), PROFILE_CLIENTS ("1 8"), DDL_SECONDS (5), DDL_RUNS (3),
