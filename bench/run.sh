@@ -3,7 +3,7 @@
 # pg_tenure benchmarks: pg_tenure against the approaches users build today,
 # on this machine, in one run, with pgbench (prepared statements).
 #
-#   bash bench/run.sh            # full run: writes bench/results/ (about 15 minutes on 2 cores)
+#   bash bench/run.sh            # full run: writes bench/results/ (about 24 minutes on 2 cores)
 #   bash bench/run.sh --smoke    # every section briefly, results in a temp dir
 #
 # Sections, in this order (SECTIONS picks some, e.g. SECTIONS="scale";
@@ -26,6 +26,7 @@
 # and client count), PAIRS and PAIR_SECONDS (6 of 3 s), FAILOVER_TRIALS
 # (200), FAILOVER_TTL_MS (500), DEFAULTS_TRIALS (20), DEFAULTS_TTL_MS
 # (1500), TODAY_TRIALS (30), FLOOR_TRIALS (150), FIRST_TRIALS (40), SCALE_MAX (100000), SCALE_FEW (10),
+# SCALE_PAIRS (5), SCALE_SECONDS (6), SCALE_TOLERANCE (0.05),
 # SCALE_ACQUIRE_BATCH (1000), SCALE_LOOP (1000), SCALE_LOCK_HEADROOM
 # (1000), KEEPER_IDLE_SECONDS (20), KEEPER_RENEW_RATE (100), PROFILE_SECONDS
 # (10), PROFILE_CLIENTS ("1 8"), DDL_SECONDS (5), DDL_RUNS (3),
@@ -485,6 +486,11 @@ fi
 if want scale; then
 	scale_max=${SCALE_MAX:-$(dflt 100000 2000)}
 	scale_few=${SCALE_FEW:-10}
+	# the figure: SCALE_PAIRS alternating pairs of separate runs of
+	# SCALE_SECONDS, valid only if the control reads 1 +/- SCALE_TOLERANCE
+	scale_pairs=${SCALE_PAIRS:-$(dflt 5 2)}
+	scale_s=${SCALE_SECONDS:-$(dflt 6 1)}
+	scale_tol=${SCALE_TOLERANCE:-0.05}
 	scale_loop=${SCALE_LOOP:-$(dflt 1000 100)}
 	acq_batch=${SCALE_ACQUIRE_BATCH:-1000}
 	headroom=${SCALE_LOCK_HEADROOM:-1000}
@@ -503,7 +509,8 @@ if want scale; then
 	slots=$(psql_q -c "SELECT current_setting('max_connections')::int + current_setting('autovacuum_max_workers')::int + 1 +
 		current_setting('max_worker_processes')::int + current_setting('max_wal_senders')::int +
 		current_setting('max_prepared_transactions')::int")
-	scale_leases=$((scale_max + scale_few + 1024))
+	# the many, the few, the control's few and the bench's own
+	scale_leases=$((scale_max + 2 * scale_few + 1024))
 	scale_locks=$(((scale_max + headroom + slots - 1) / slots))
 	[ "$scale_locks" -lt 64 ] && scale_locks=64
 	capacity=$((scale_locks * slots))
@@ -567,32 +574,24 @@ if want scale; then
 		# timed SQL: milliseconds of the statement, by psql's \timing
 		psql_q -c '\timing on' -c "$1" | awk '/^Time: / {print $2}'
 	}
-	scale_tps() {
-		# scale_tps N PREFIX: leader_is and renew TPS, REPEATS x CLIENTS
-		local n=$1 p=$2 rep c op t
-		printf '\\set k random(1, %s)\nSELECT tenure.leader_is('"'"'%s'"'"' || :k, '"'"'h'"'"');\n' "$n" "$p" >"$dir/scale_leader_$n.sql"
-		printf '\\set k random(1, %s)\nSELECT tenure.renew('"'"'%s'"'"' || :k, '"'"'h'"'"');\n' "$n" "$p" >"$dir/scale_renew_$n.sql"
-		chmod 644 "$dir"/scale_*_"$n".sql
-		for rep in $(seq "$REPEATS"); do
-			for c in $CLIENTS; do
-				for op in leader renew; do
-					t=$(pgb "$c" "$DURATION" "" -f "$dir/scale_${op}_$n.sql" 2>&1 | tps_of)
-					[ -n "$t" ] || { echo "bench: scale $op $n with $c clients failed" >&2; exit 1; }
-					echo "$n,$c,$op,$rep,$t" >>"$out/scale_raw.csv"
-					printf '  %-6s leases=%-6s c=%s r=%s tps=%s\n' "$op" "$n" "$c" "$rep" "$t"
-				done
-			done
-		done
+	scale_script() {
+		# scale_script SET N PREFIX: SET's leader_is and renew scripts, each
+		# call on one of the N leases PREFIX1..PREFIXN at random
+		local set=$1 n=$2 p=$3
+		printf '\\set k random(1, %s)\nSELECT tenure.leader_is('"'"'%s'"'"' || :k, '"'"'h'"'"');\n' "$n" "$p" >"$dir/scale_leader_$set.sql"
+		printf '\\set k random(1, %s)\nSELECT tenure.renew('"'"'%s'"'"' || :k, '"'"'h'"'"');\n' "$n" "$p" >"$dir/scale_renew_$set.sql"
+		chmod 644 "$dir"/scale_*_"$set".sql
 	}
-	echo "leases,clients,op,repeat,tps" >"$out/scale_raw.csv"
+	scale_script few "$scale_few" few-
+	scale_script ctl "$scale_few" ctl-
+	scale_script many "$scale_max" scale-
 
-	# a few leases
-	psql_q -c "SELECT count(*) FROM (SELECT tenure.create_lease('few-' || i, '1 day', holdoff => '0'),
-		tenure.acquire('few-' || i, 'h') FROM generate_series(1, $scale_few) i) s" >/dev/null
+	# the few, and as many again for the control ('ctl-'): both sets stay
+	# live while the many are measured, and the many while they are
+	psql_q -c "SELECT count(*) FROM (SELECT tenure.create_lease(p || i, '1 day', holdoff => '0'),
+		tenure.acquire(p || i, 'h') FROM generate_series(1, $scale_few) i, (VALUES ('few-'), ('ctl-')) v(p)) s" >/dev/null
 	live_few=$(bench_keeper_locks)
-	scale_tps "$scale_few" few-
-	# (the few stay, for the interleaved runs below)
-	live_base=$(bench_keeper_locks)
+	live_base=$live_few
 
 	# SCALE_MAX leases, created in one statement
 	ms_create=$(timed "SELECT count(*) FROM (SELECT tenure.create_lease('scale-' || i, '1 day', holdoff => '0')
@@ -622,17 +621,47 @@ if want scale; then
 		echo "bench: $scale_max leases acquired, but the keeper holds only $live_max locks" >&2
 		exit 1
 	fi
-	scale_tps "$scale_max" scale-
+
+	# The figure.  Separate pgbench runs, each with its own new backends,
+	# as a client that connects and calls sees the server: the few, the
+	# many and the control in turn, the order reversed every pair (few,
+	# many, ctl; then ctl, many, few), so that a drift of the machine's
+	# speed during the section weighs on every set alike.  Ratio: the
+	# median TPS of the many / that of the few; the control, two sets of
+	# SCALE_FEW alike, ctl / few, must read 1 +/- SCALE_TOLERANCE, or the
+	# machine was too unsteady for the figure, which is then reported as
+	# invalid.
+	echo "set,leases,clients,op,pair,position,tps" >"$out/scale_raw.csv"
+	for ((pair = 1; pair <= scale_pairs; pair++)); do
+		if ((pair % 2)); then order="few many ctl"; else order="ctl many few"; fi
+		for c in $CLIENTS; do
+			for op in leader renew; do
+				pos=0
+				for set in $order; do
+					pos=$((pos + 1))
+					n=$scale_few
+					[ "$set" = many ] && n=$scale_max
+					t=$(pgb "$c" "$scale_s" "" -f "$dir/scale_${op}_$set.sql" 2>&1 | tps_of)
+					[ -n "$t" ] || { echo "bench: scale $op $set with $c clients failed" >&2; exit 1; }
+					echo "$set,$n,$c,$op,$pair,$pos,$t" >>"$out/scale_raw.csv"
+					printf '  %-6s %-4s leases=%-6s c=%s pair=%s tps=%s\n' "$op" "$set" "$n" "$c" "$pair" "$t"
+				done
+			done
+		done
+	done
 
 	# Both at once, as the interleaved section does: every client picks the
-	# few or the many at random for each call, so both see the same machine;
-	# the ratio of a run is the few's mean latency / the many's.
+	# few or the many at random for each call; the ratio of a run is the
+	# few's mean latency / the many's.  Not the figure: the two scripts
+	# share the backends and the caches, and with more clients than cores a
+	# call's latency is mostly the wait for a core, which both scripts
+	# share, so the ratio hides a cost of the many.
 	echo "clients,op,run,few_latency_ms,latency_ms,ratio" >"$out/scale_interleaved.csv"
 	for i in $(seq "$mixes"); do
 		for c in $CLIENTS; do
 			for op in leader renew; do
-				log=$(pgb "$c" "$mix_s" "" -f "$dir/scale_${op}_$scale_few.sql@1" \
-					-f "$dir/scale_${op}_$scale_max.sql@1" 2>&1) || { echo "$log" >&2; exit 1; }
+				log=$(pgb "$c" "$mix_s" "" -f "$dir/scale_${op}_few.sql@1" \
+					-f "$dir/scale_${op}_many.sql@1" 2>&1) || { echo "$log" >&2; exit 1; }
 				read -r lat_few lat_many < <(echo "$log" | awk '/^ - latency average = / {printf "%s ", $5} END {print ""}')
 				if [ -z "$lat_many" ]; then
 					echo "bench: scale interleaved $op with $c clients: no per-script latency" >&2
@@ -643,7 +672,7 @@ if want scale; then
 			done
 		done
 	done
-	psql_q -c "SELECT count(tenure.drop_lease('few-' || i)) FROM generate_series(1, $scale_few) i" >/dev/null
+	psql_q -c "SELECT count(tenure.drop_lease(p || i)) FROM generate_series(1, $scale_few) i, (VALUES ('few-'), ('ctl-')) v(p)" >/dev/null
 
 	# the keeper's CPU with every lease held: idle, then with a slow renew
 	# loop over random leases
@@ -653,7 +682,7 @@ if want scale; then
 	k0=$(ticks "$kpid")
 	sleep "$idle_s"
 	k1=$(ticks "$kpid")
-	pgb 1 "$idle_s" "" -R "$renew_rate" -f "$dir/scale_renew_$scale_max.sql" >/dev/null 2>&1 ||
+	pgb 1 "$idle_s" "" -R "$renew_rate" -f "$dir/scale_renew_many.sql" >/dev/null 2>&1 ||
 		{ echo "bench: scale renew loop failed" >&2; exit 1; }
 	k2=$(ticks "$kpid")
 	[ "$(bench_keeper_pid)" = "$kpid" ] || { echo "bench: the keeper restarted during the idle period" >&2; exit 1; }
@@ -703,17 +732,36 @@ if want scale; then
 		echo "bench: the keeper still holds $live_after locks $ms_release ms after the leases were dropped" >&2
 	fi
 
-	echo "leases,clients,op,tps,ratio" >"$out/scale.csv"
+	# scale.csv: per client count and op, the median TPS of each set, the
+	# figure and the control beside it
+	echo "clients,op,pairs,seconds,tps_few,tps_many,ratio,tps_control,control_ratio,valid" >"$out/scale.csv"
+	scale_valid=1
 	for c in $CLIENTS; do
 		for op in leader renew; do
-			f=$(awk -F, -v n="$scale_few" -v c="$c" -v op="$op" '$1==n && $2==c && $3==op {print $5}' "$out/scale_raw.csv" | bench_median)
-			for n in "$scale_few" "$scale_max"; do
-				m=$(awk -F, -v n="$n" -v c="$c" -v op="$op" '$1==n && $2==c && $3==op {print $5}' "$out/scale_raw.csv" | bench_median)
-				echo "$n,$c,$op,$m,$(awk -v a="$m" -v b="$f" 'BEGIN {printf "%.3f", a/b}')" >>"$out/scale.csv"
-			done
+			med_of() { awk -F, -v s="$1" -v c="$c" -v op="$op" 'NR > 1 && $1==s && $3==c && $4==op {print $7}' "$out/scale_raw.csv" | bench_median; }
+			f=$(med_of few)
+			m=$(med_of many)
+			k=$(med_of ctl)
+			r=$(awk -v a="$m" -v b="$f" 'BEGIN {printf "%.3f", a / b}')
+			q=$(awk -v a="$k" -v b="$f" 'BEGIN {printf "%.3f", a / b}')
+			v=$(awk -v q="$q" -v t="$scale_tol" 'BEGIN {d = q - 1; if (d < 0) d = -d; print (d <= t + 1e-9) ? "yes" : "no"}')
+			[ "$v" = yes ] || scale_valid=
+			echo "$c,$op,$scale_pairs,$scale_s,$f,$m,$r,$k,$q,$v" >>"$out/scale.csv"
+			echo "  $op c=$c: $scale_max / $scale_few leases $r (control $q, $([ "$v" = yes ] && echo valid || echo INVALID))"
 		done
 	done
-	sc() { awk -F, -v n="$1" -v c="$2" -v op="$3" '$1==n && $2==c && $3==op {print $'"$4"'}' "$out/scale.csv"; }
+	if [ -z "$scale_valid" ]; then
+		echo "bench: scale: a control read outside 1 +/- $scale_tol: the figure is invalid (the machine was unsteady)" >&2
+	fi
+	sc() { awk -F, -v c="$1" -v op="$2" 'NR > 1 && $1==c && $2==op {print $'"$3"'}' "$out/scale.csv"; }
+	# the figure as reported: the ratio, or "invalid" with the ratio beside
+	sfig() {
+		if [ "$(sc "$1" "$2" 10)" = yes ]; then
+			echo "**$(sc "$1" "$2" 7)**"
+		else
+			echo "invalid ($(sc "$1" "$2" 7))"
+		fi
+	}
 	# interleaved: median (min..max) of the runs' ratios
 	si() {
 		awk -F, -v c="$1" -v op="$2" 'NR > 1 && $1==c && $2==op {print $6}' "$out/scale_interleaved.csv" | sort -n |
@@ -724,31 +772,40 @@ if want scale; then
 		echo "## Scale: $scale_max live leases"
 		echo
 		echo "Every lease created (\`tenure.create_lease('scale-' || i, '1 day', holdoff => '0')\`), acquired by holder \`h\` and"
-		echo "held; each call picks one of them at random. $scale_few leases first, then $scale_max; median of $REPEATS runs of"
-		echo "$DURATION s (\`scale.csv\`, \`scale_raw.csv\`; every other figure below: \`scale_costs.csv\`)."
+		echo "held; each call picks one of them at random. The $scale_max (\`'scale-'\`, the many), $scale_few (\`'few-'\`, the few)"
+		echo "and $scale_few more (\`'ctl-'\`, the control) live at once, in $scale_pairs alternating rounds of separate runs of $scale_s s"
+		echo "(few, many, ctl; then ctl, many, few; and so on), each run with its own new backends (\`scale.csv\`, \`scale_raw.csv\`;"
+		echo "every other figure below: \`scale_costs.csv\`)."
 		echo
-		echo "| clients | leader_is TPS, $scale_few leases | $scale_max leases | ratio | interleaved ratio | renew TPS, $scale_few leases | $scale_max leases | ratio | interleaved ratio |"
-		echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+		echo "| clients | op | TPS, $scale_few leases | $scale_max leases | **ratio** | control: TPS, $scale_few others | control ratio | interleaved ratio (not the figure) |"
+		echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 		for c in $CLIENTS; do
-			echo "| $c | $(fmt "$(sc "$scale_few" "$c" leader 4)") | $(fmt "$(sc "$scale_max" "$c" leader 4)") | $(sc "$scale_max" "$c" leader 5) | **$(si "$c" leader)** | $(fmt "$(sc "$scale_few" "$c" renew 4)") | $(fmt "$(sc "$scale_max" "$c" renew 4)") | $(sc "$scale_max" "$c" renew 5) | **$(si "$c" renew)** |"
+			for op in leader renew; do
+				opn=leader_is
+				[ "$op" = renew ] && opn=renew
+				echo "| $c | $opn | $(fmt "$(sc "$c" "$op" 5)") | $(fmt "$(sc "$c" "$op" 6)") | $(sfig "$c" "$op") | $(fmt "$(sc "$c" "$op" 8)") | $(sc "$c" "$op" 9) | $(si "$c" "$op") |"
+			done
 		done
 		echo
-		echo "Ratio: separate runs (the $scale_few first, then the $scale_max), $scale_max / $scale_few TPS. Interleaved ratio: $mixes runs of"
-		echo "$mix_s s with both sets live, every client picking one of the two scripts at random for each call; the $scale_few's mean"
-		echo "latency / the $scale_max's, median (min..max) (\`scale_interleaved.csv\`)."
+		echo "Ratio (the figure): median TPS at $scale_max leases / median TPS at $scale_few, over $scale_pairs pairs of separate runs. It is"
+		echo "valid only if the control, two sets of $scale_few alike measured the same way (median ctl / median few), reads"
+		echo "1 +/- $scale_tol in the same run; otherwise the machine was too unsteady and the figure is reported as invalid."
+		echo "Interleaved ratio, not the figure: $mixes runs of $mix_s s, every client picking the few or the many at random for each"
+		echo "call; the few's mean latency / the many's, median (min..max) (\`scale_interleaved.csv\`). Both scripts share the"
+		echo "backends and their caches, and a call's latency is mostly the wait for a core, which both share: it hides a cost of the many."
 		echo
-		echo "pgbench: \`pgbench -n -M prepared -c C -j J -T $DURATION -f scale_leader.sql\` (J = 1 for 1 client, else 2), the script"
-		echo "\`\\set k random(1, $scale_max)\` \`SELECT tenure.leader_is('scale-' || :k, 'h');\` (\`'few-'\` and $scale_few for the few);"
-		echo "\`scale_renew.sql\` calls \`tenure.renew('scale-' || :k, 'h')\`."
+		echo "pgbench: \`pgbench -n -M prepared -c C -j J -T $scale_s -f scale_leader_many.sql\` (J = 1 for 1 client, else 2), the script"
+		echo "\`\\set k random(1, $scale_max)\` \`SELECT tenure.leader_is('scale-' || :k, 'h');\` (\`'few-'\` or \`'ctl-'\` and $scale_few for"
+		echo "the few and the control); \`scale_renew_*.sql\` call \`tenure.renew(..., 'h')\`."
 		echo
 		echo "Settings for the scale run (the cluster restarted with them after the other sections):"
 		echo
-		echo "- \`tenure.max_leases = $scale_leases\` (>= the $scale_max leases, plus the few and the bench's own)."
+		echo "- \`tenure.max_leases = $scale_leases\` (>= the $scale_max leases, plus the few, the control's and the bench's own)."
 		echo "- \`max_locks_per_transaction = $scale_locks\`: the shared lock table holds max_locks_per_transaction x"
 		echo "  (max_connections + autovacuum_max_workers + 1 + max_worker_processes + max_wal_senders + max_prepared_transactions)"
 		echo "  = $scale_locks x $slots = $capacity locks; one per live tenure ($scale_max) plus $headroom for every other lock:"
 		echo "  ceil(($scale_max + $headroom) / $slots) = $scale_locks. The keeper held $live_max advisory locks with the"
-		echo "  $scale_max leases held ($live_few with $scale_few, $live_base before the $scale_max were created)."
+		echo "  $scale_max leases held ($live_few with the $scale_few and the control's $scale_few, before the $scale_max were created)."
 		if [ -n "$probe_held" ]; then
 			echo "- Check of the rule: at max_locks_per_transaction = 64 it gives 64 x $slots = $probe_cap locks; acquiring leases one"
 			echo "  at a time, the keeper held **$probe_held** locks ($(awk -v a="$probe_held" -v b="$probe_cap" 'BEGIN {printf "%.2f", a / b}') times the rule's figure) when acquire"
