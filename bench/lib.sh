@@ -89,6 +89,11 @@ bench_wait_keeper() {
 bench_cluster_cleanup() {
 	as_user $PG_BIN/pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
 	rm -rf "$dir"
+	# huge pages the scale section reserved, if it stopped before it gave
+	# them back
+	if [ -n "${bench_hugepages_restore:-}" ]; then
+		echo "$bench_hugepages_restore" >/proc/sys/vm/nr_hugepages || true
+	fi
 }
 
 # bench_cluster_start PORT: initdb and start a cluster in a new temporary

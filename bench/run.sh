@@ -547,7 +547,10 @@ if want scale; then
 	fi
 
 	echo "scale: $scale_few and $scale_max live leases; restart with tenure.max_leases = $scale_leases, max_locks_per_transaction = $scale_locks"
-	psql_q -c "ALTER SYSTEM SET tenure.max_leases = $scale_leases" -c "ALTER SYSTEM SET max_locks_per_transaction = $scale_locks"
+	# 4 kB pages first, whatever the machine has reserved (huge_pages'
+	# default, try, would take 2 MB pages where some are reserved)
+	psql_q -c "ALTER SYSTEM SET tenure.max_leases = $scale_leases" -c "ALTER SYSTEM SET max_locks_per_transaction = $scale_locks" \
+		-c "ALTER SYSTEM SET huge_pages = off"
 	bench_cluster_restart
 	if [ "$probe" = 1 ]; then
 		psql_q -c "SELECT count(tenure.drop_lease('probe-' || i)) FROM generate_series(1, $probe_n) i" >/dev/null
@@ -585,6 +588,25 @@ if want scale; then
 	scale_script few "$scale_few" few-
 	scale_script ctl "$scale_few" ctl-
 	scale_script many "$scale_max" scale-
+
+	# scale_acquire_all: the few, the control and the many acquired again
+	# after a restart ended their tenures; returns once the history shows
+	# every earlier tenure closed (the history writer idle again)
+	scale_acquire_all() {
+		local live=$((scale_max + 2 * scale_few)) open
+		psql_q -c "SELECT count(*) FROM (SELECT tenure.acquire(p || i, 'h') FROM generate_series(1, $scale_few) i,
+			(VALUES ('few-'), ('ctl-')) v(p)) s" >/dev/null
+		psql_q -f "$dir/acquire.sql" >/dev/null
+		[ "$(bench_keeper_locks)" -ge "$live" ] ||
+			{ echo "bench: scale: $live leases acquired again, but the keeper holds only $(bench_keeper_locks) locks" >&2; exit 1; }
+		for _ in $(seq 1200); do
+			open=$(psql_q -c "SELECT count(*) FROM tenure.history WHERE ended IS NULL")
+			[ "$open" -le "$live" ] && return 0
+			sleep 0.1
+		done
+		echo "bench: scale: $open tenures still open in tenure.history, $live live" >&2
+		exit 1
+	}
 
 	# the few, and as many again for the control ('ctl-'): both sets stay
 	# live while the many are measured, and the many while they are
@@ -631,24 +653,66 @@ if want scale; then
 	# SCALE_FEW alike, ctl / few, must read 1 +/- SCALE_TOLERANCE, or the
 	# machine was too unsteady for the figure, which is then reported as
 	# invalid.
-	echo "set,leases,clients,op,pair,position,tps" >"$out/scale_raw.csv"
-	for ((pair = 1; pair <= scale_pairs; pair++)); do
-		if ((pair % 2)); then order="few many ctl"; else order="ctl many few"; fi
-		for c in $CLIENTS; do
-			for op in leader renew; do
-				pos=0
-				for set in $order; do
-					pos=$((pos + 1))
-					n=$scale_few
-					[ "$set" = many ] && n=$scale_max
-					t=$(pgb "$c" "$scale_s" "" -f "$dir/scale_${op}_$set.sql" 2>&1 | tps_of)
-					[ -n "$t" ] || { echo "bench: scale $op $set with $c clients failed" >&2; exit 1; }
-					echo "$set,$n,$c,$op,$pair,$pos,$t" >>"$out/scale_raw.csv"
-					printf '  %-6s %-4s leases=%-6s c=%s pair=%s tps=%s\n' "$op" "$set" "$n" "$c" "$pair" "$t"
+	# scale_pass PAGES: the pairs, with the shared memory in PAGES (4k or
+	# huge) pages
+	echo "pages,set,leases,clients,op,pair,position,tps" >"$out/scale_raw.csv"
+	scale_pass() {
+		local pages=$1 pair order c op pos set n t
+		for ((pair = 1; pair <= scale_pairs; pair++)); do
+			if ((pair % 2)); then order="few many ctl"; else order="ctl many few"; fi
+			for c in $CLIENTS; do
+				for op in leader renew; do
+					pos=0
+					for set in $order; do
+						pos=$((pos + 1))
+						n=$scale_few
+						[ "$set" = many ] && n=$scale_max
+						t=$(pgb "$c" "$scale_s" "" -f "$dir/scale_${op}_$set.sql" 2>&1 | tps_of)
+						[ -n "$t" ] || { echo "bench: scale $op $set with $c clients failed" >&2; exit 1; }
+						echo "$pages,$set,$n,$c,$op,$pair,$pos,$t" >>"$out/scale_raw.csv"
+						printf '  %-4s %-6s %-4s leases=%-6s c=%s pair=%s tps=%s\n' "$pages" "$op" "$set" "$n" "$c" "$pair" "$t"
+					done
 				done
 			done
 		done
-	done
+	}
+	scale_pages=4k
+	scale_pass 4k
+
+	# The same with the shared memory in 2 MB pages (huge_pages = on), if
+	# the kernel can reserve them (SCALE_HUGE=0: not at all): the calls
+	# touch the lease table at random, about 24,000 pages of 4 kB at
+	# 100,000 leases, and every backend translates each anew (performance.md)
+	hp_note=
+	if [ "${SCALE_HUGE:-1}" = 1 ]; then
+		hp_need=$(psql_q -c "SHOW shared_memory_size_in_huge_pages")
+		hp_old=$(cat /proc/sys/vm/nr_hugepages)
+		if [ "$(id -u)" != 0 ]; then
+			hp_note="not run: reserving huge pages needs root"
+		elif ! [ "${hp_need:--1}" -gt 0 ] 2>/dev/null; then
+			hp_note="not run: the server gives no size in huge pages ($hp_need)"
+		else
+			echo $((hp_old + hp_need)) >/proc/sys/vm/nr_hugepages
+			bench_hugepages_restore=$hp_old
+			hp_got=$(cat /proc/sys/vm/nr_hugepages)
+			if [ "$hp_got" -lt $((hp_old + hp_need)) ]; then
+				hp_note="not run: the kernel reserved $((hp_got - hp_old)) of the $hp_need huge pages needed"
+			else
+				echo "scale: restart with huge_pages = on ($hp_need pages of 2 MB reserved), the leases acquired again"
+				psql_q -c "ALTER SYSTEM SET huge_pages = on" >/dev/null
+				bench_cluster_restart
+				scale_acquire_all
+				scale_pass huge
+				scale_pages="4k huge"
+				psql_q -c "ALTER SYSTEM SET huge_pages = off" >/dev/null
+				bench_cluster_restart
+				scale_acquire_all
+			fi
+			echo "$hp_old" >/proc/sys/vm/nr_hugepages
+			bench_hugepages_restore=
+		fi
+		[ -z "$hp_note" ] || echo "  huge pages: $hp_note"
+	fi
 
 	# Both at once, as the interleaved section does: every client picks the
 	# few or the many at random for each call; the ratio of a run is the
@@ -734,32 +798,35 @@ if want scale; then
 
 	# scale.csv: per client count and op, the median TPS of each set, the
 	# figure and the control beside it
-	echo "clients,op,pairs,seconds,tps_few,tps_many,ratio,tps_control,control_ratio,valid" >"$out/scale.csv"
+	echo "pages,clients,op,pairs,seconds,tps_few,tps_many,ratio,tps_control,control_ratio,valid" >"$out/scale.csv"
 	scale_valid=1
-	for c in $CLIENTS; do
-		for op in leader renew; do
-			med_of() { awk -F, -v s="$1" -v c="$c" -v op="$op" 'NR > 1 && $1==s && $3==c && $4==op {print $7}' "$out/scale_raw.csv" | bench_median; }
-			f=$(med_of few)
-			m=$(med_of many)
-			k=$(med_of ctl)
-			r=$(awk -v a="$m" -v b="$f" 'BEGIN {printf "%.3f", a / b}')
-			q=$(awk -v a="$k" -v b="$f" 'BEGIN {printf "%.3f", a / b}')
-			v=$(awk -v q="$q" -v t="$scale_tol" 'BEGIN {d = q - 1; if (d < 0) d = -d; print (d <= t + 1e-9) ? "yes" : "no"}')
-			[ "$v" = yes ] || scale_valid=
-			echo "$c,$op,$scale_pairs,$scale_s,$f,$m,$r,$k,$q,$v" >>"$out/scale.csv"
-			echo "  $op c=$c: $scale_max / $scale_few leases $r (control $q, $([ "$v" = yes ] && echo valid || echo INVALID))"
+	for pg in $scale_pages; do
+		for c in $CLIENTS; do
+			for op in leader renew; do
+				med_of() { awk -F, -v p="$pg" -v s="$1" -v c="$c" -v op="$op" 'NR > 1 && $1==p && $2==s && $4==c && $5==op {print $8}' "$out/scale_raw.csv" | bench_median; }
+				f=$(med_of few)
+				m=$(med_of many)
+				k=$(med_of ctl)
+				r=$(awk -v a="$m" -v b="$f" 'BEGIN {printf "%.3f", a / b}')
+				q=$(awk -v a="$k" -v b="$f" 'BEGIN {printf "%.3f", a / b}')
+				v=$(awk -v q="$q" -v t="$scale_tol" 'BEGIN {d = q - 1; if (d < 0) d = -d; print (d <= t + 1e-9) ? "yes" : "no"}')
+				[ "$v" = yes ] || scale_valid=
+				echo "$pg,$c,$op,$scale_pairs,$scale_s,$f,$m,$r,$k,$q,$v" >>"$out/scale.csv"
+				echo "  $pg pages, $op c=$c: $scale_max / $scale_few leases $r (control $q, $([ "$v" = yes ] && echo valid || echo INVALID))"
+			done
 		done
 	done
 	if [ -z "$scale_valid" ]; then
 		echo "bench: scale: a control read outside 1 +/- $scale_tol: the figure is invalid (the machine was unsteady)" >&2
 	fi
-	sc() { awk -F, -v c="$1" -v op="$2" 'NR > 1 && $1==c && $2==op {print $'"$3"'}' "$out/scale.csv"; }
+	# sc PAGES CLIENTS OP FIELD
+	sc() { awk -F, -v p="$1" -v c="$2" -v op="$3" 'NR > 1 && $1==p && $2==c && $3==op {print $'"$4"'}' "$out/scale.csv"; }
 	# the figure as reported: the ratio, or "invalid" with the ratio beside
 	sfig() {
-		if [ "$(sc "$1" "$2" 10)" = yes ]; then
-			echo "**$(sc "$1" "$2" 7)**"
+		if [ "$(sc "$1" "$2" "$3" 11)" = yes ]; then
+			echo "**$(sc "$1" "$2" "$3" 8)**"
 		else
-			echo "invalid ($(sc "$1" "$2" 7))"
+			echo "invalid ($(sc "$1" "$2" "$3" 8))"
 		fi
 	}
 	# interleaved: median (min..max) of the runs' ratios
@@ -777,15 +844,25 @@ if want scale; then
 		echo "(few, many, ctl; then ctl, many, few; and so on), each run with its own new backends (\`scale.csv\`, \`scale_raw.csv\`;"
 		echo "every other figure below: \`scale_costs.csv\`)."
 		echo
-		echo "| clients | op | TPS, $scale_few leases | $scale_max leases | **ratio** | control: TPS, $scale_few others | control ratio | interleaved ratio (not the figure) |"
-		echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
-		for c in $CLIENTS; do
-			for op in leader renew; do
-				opn=leader_is
-				[ "$op" = renew ] && opn=renew
-				echo "| $c | $opn | $(fmt "$(sc "$c" "$op" 5)") | $(fmt "$(sc "$c" "$op" 6)") | $(sfig "$c" "$op") | $(fmt "$(sc "$c" "$op" 8)") | $(sc "$c" "$op" 9) | $(si "$c" "$op") |"
+		echo "| pages | clients | op | TPS, $scale_few leases | $scale_max leases | **ratio** | control: TPS, $scale_few others | control ratio | interleaved ratio (not the figure) |"
+		echo "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+		for pg in $scale_pages; do
+			pgn="4 kB"
+			[ "$pg" = huge ] && pgn="2 MB"
+			for c in $CLIENTS; do
+				for op in leader renew; do
+					opn=leader_is
+					[ "$op" = renew ] && opn=renew
+					inter=$(si "$c" "$op")
+					[ "$pg" = 4k ] || inter=
+					echo "| $pgn | $c | $opn | $(fmt "$(sc "$pg" "$c" "$op" 6)") | $(fmt "$(sc "$pg" "$c" "$op" 7)") | $(sfig "$pg" "$c" "$op") | $(fmt "$(sc "$pg" "$c" "$op" 9)") | $(sc "$pg" "$c" "$op" 10) | $inter |"
+				done
 			done
 		done
+		echo
+		echo "Pages: the server's shared memory in pages of 4 kB (\`huge_pages = off\`) or of 2 MB (\`huge_pages = on\`, the bench"
+		echo "reserving \`vm.nr_hugepages\` for the run and restarting the server; the leases acquired again after the restart)."
+		[ -z "$hp_note" ] || echo "2 MB pages: $hp_note."
 		echo
 		echo "Ratio (the figure): median TPS at $scale_max leases / median TPS at $scale_few, over $scale_pairs pairs of separate runs. It is"
 		echo "valid only if the control, two sets of $scale_few alike measured the same way (median ctl / median few), reads"
