@@ -452,8 +452,7 @@ tenure_history_open_row(TenureTable *t, const char *name, bool *this_run)
  * user's: the UPDATE then does it.
  */
 static bool
-tenure_history_close_this_run(const char *name, int64 epoch,
-							  const char *reason, TimestampTz ended)
+tenure_history_close_this_run(const char *name, const TenureKey *lease_key)
 {
 	static const int cols[2] = {TENURE_HISTORY_ENDED, TENURE_HISTORY_END_REASON};
 	TenureTable t;
@@ -464,6 +463,9 @@ tenure_history_close_this_run(const char *name, int64 epoch,
 	bool		this_run = true;
 	bool		any = false;
 	int			pass;
+	const char *reason = NULL;
+	int64		epoch = 0;
+	TimestampTz ended = 0;
 
 	if (!tenure_table_open(&t, TENURE_TABLE_HISTORY, RowExclusiveLock, "UPDATE"))
 		return false;
@@ -477,10 +479,14 @@ tenure_history_close_this_run(const char *name, int64 epoch,
 	 */
 	for (pass = 0; pass < 2 && this_run && (pass == 0 || any); pass++)
 	{
+		/* how shared memory saw the tenure end, once there is a row to close */
+		if (pass == 1)
+			reason = tenure_state_ended(lease_key, &epoch, &ended);
 		scan = tenure_table_scan(&t, TENURE_INDEX_HISTORY_OPEN, &key, 1);
 		while (this_run && tenure_table_next(&t, scan))
 		{
 			bool		traversed;
+			bool		epoch_null;
 			int64		row_epoch;
 
 			if (!tenure_history_open_row(&t, name, &this_run) || !this_run)
@@ -498,13 +504,12 @@ tenure_history_close_this_run(const char *name, int64 epoch,
 				continue;
 			}
 			row_epoch = DatumGetInt64(tenure_table_get(&t, TENURE_HISTORY_EPOCH,
-													   &isnull[0]));
+													   &epoch_null));
 			values[0] = TimestampTzGetDatum(reason != NULL ? ended :
 											GetCurrentTimestamp());
 			values[1] = CStringGetTextDatum(reason != NULL && row_epoch == epoch ?
 											reason :
 											tenure_end_reason_text(TENURE_END_EXPIRED));
-			isnull[0] = false;
 			(void) tenure_table_update(&t, 2, cols, values, isnull);
 		}
 		tenure_table_end_scan(scan);
@@ -541,11 +546,11 @@ tenure_history_close(const char *name, const TenureKey *key)
 	 * ends (see tenure_end_abandoned()).
 	 */
 	tenure_history_close_restarted_once();
-	reason = tenure_state_ended(key, &epoch, &ended);
-	if (tenure_history_close_this_run(name, epoch, reason, ended))
+	if (tenure_history_close_this_run(name, key))
 		return;
 	if (!tenure_history_lease_open(name))
 		return;
+	reason = tenure_state_ended(key, &epoch, &ended);
 
 	/*
 	 * This lease's tenure that shared memory saw end.  A row locked by

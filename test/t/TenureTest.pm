@@ -143,12 +143,20 @@ sub start_statement
 # the keeper's rows of pg_stat_activity
 my $keeper_where = "backend_type = 'pg_tenure keeper'";
 
+# One column of the keeper's row; '' if no keeper runs.  Does not wait.
+sub keeper_value
+{
+	my ($node, $column) = @_;
+
+	return $node->safe_psql('postgres',
+		"SELECT $column FROM pg_stat_activity WHERE $keeper_where");
+}
+
 sub keeper_pid
 {
 	my ($node) = @_;
 
-	return $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE $keeper_where");
+	return keeper_value($node, 'pid');
 }
 
 sub wait_for_keeper
@@ -169,8 +177,7 @@ sub keeper_started
 {
 	my ($node) = @_;
 
-	return $node->safe_psql('postgres',
-		"SELECT backend_start FROM pg_stat_activity WHERE $keeper_where");
+	return keeper_value($node, 'backend_start');
 }
 
 # Promote $node and wait, each up to the default timeout, until it has
