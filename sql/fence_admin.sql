@@ -195,6 +195,73 @@ SELECT tenure.unfence_table('fence_admin_p_t');
 DROP TABLE fence_admin_p_t;
 SELECT tenure.drop_lease('fence_admin_p');
 
+-- The fence's trigger functions run only as the triggers fence_table()
+-- makes.  Whoever may create triggers on a table can name them, and any
+-- lease, in one: such a trigger refuses every write with SQLSTATE 39P01
+-- and says why, rather than check nothing or use another role's lease.
+GRANT CREATE ON SCHEMA public TO tenure_test_fence_other;
+SET ROLE tenure_test_fence_owner;
+SELECT tenure.create_lease('fence_admin_v', ttl => '5 min');
+SELECT tenure.acquire('fence_admin_v', 'writer-v') AS ep_v \gset
+RESET ROLE;
+SET ROLE tenure_test_fence_other;
+CREATE TABLE fence_admin_m (k int);
+-- another role's lease, on a table of its own: its writes cannot use the
+-- lease (its fence lock, its counters), with or without its epoch
+CREATE TRIGGER m_fence BEFORE INSERT OR UPDATE OR DELETE ON fence_admin_m
+  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger('fence_admin_v');
+CREATE TRIGGER m_fence_apply AFTER INSERT ON fence_admin_m
+  FOR EACH ROW EXECUTE FUNCTION tenure.fence_apply_trigger('fence_admin_v');
+ALTER TABLE fence_admin_m ENABLE ALWAYS TRIGGER m_fence_apply;
+RESET ROLE;
+SELECT fenced_writes, fenced_writes_rejected, fenced_commits
+  FROM tenure.lease_stats WHERE lease = 'fence_admin_v' \gset before_
+SET ROLE tenure_test_fence_other;
+INSERT INTO fence_admin_m VALUES (1);
+\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SELECT tenure.present('fence_admin_v', :ep_v, true);
+INSERT INTO fence_admin_m VALUES (1);
+ROLLBACK;
+ALTER TABLE fence_admin_m DISABLE TRIGGER m_fence;
+BEGIN;
+SELECT tenure.present('fence_admin_v', :ep_v, true);
+INSERT INTO fence_admin_m VALUES (1);
+ROLLBACK;
+RESET ROLE;
+SELECT fenced_writes = :before_fenced_writes AS writes_unchanged,
+	   fenced_writes_rejected = :before_fenced_writes_rejected AS rejected_unchanged,
+	   fenced_commits = :before_fenced_commits AS commits_unchanged
+  FROM tenure.lease_stats WHERE lease = 'fence_admin_v';
+-- fired the wrong way, or without the lease's name
+SET ROLE tenure_test_fence_other;
+DROP TRIGGER m_fence ON fence_admin_m;
+DROP TRIGGER m_fence_apply ON fence_admin_m;
+CREATE TRIGGER m_after_stmt AFTER INSERT ON fence_admin_m
+  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger('fence_admin');
+CREATE TRIGGER m_before_row BEFORE UPDATE ON fence_admin_m
+  FOR EACH ROW EXECUTE FUNCTION tenure.fence_apply_trigger('fence_admin');
+CREATE TRIGGER m_no_arg BEFORE DELETE ON fence_admin_m
+  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger();
+INSERT INTO fence_admin_m VALUES (1);
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER m_after_stmt ON fence_admin_m;
+INSERT INTO fence_admin_m VALUES (1);
+UPDATE fence_admin_m SET k = 2;
+\echo :LAST_ERROR_SQLSTATE
+DELETE FROM fence_admin_m;
+\echo :LAST_ERROR_SQLSTATE
+SELECT k FROM fence_admin_m;
+-- (nor can SQL call them other than as a trigger)
+SELECT tenure.fence_trigger();
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE fence_admin_m;
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM tenure_test_fence_other;
+SET ROLE tenure_test_fence_owner;
+SELECT tenure.drop_lease('fence_admin_v');
+RESET ROLE;
+
 DROP TABLE fence_admin_t, fence_admin_u;
 REVOKE EXECUTE ON FUNCTION tenure.create_lease(text, interval, interval, bigint, text)
   FROM tenure_test_fence_owner;

@@ -473,7 +473,8 @@ INSERT INTO mx_t VALUES (1, 'no token');
 ALTER TABLE mx_t ALTER COLUMN v SET DEFAULT 'default';
 ALTER TABLE mx_t ADD CONSTRAINT mx_t_k CHECK (k > 0);
 -- dropping a fence trigger unfences the table; its other fence trigger
--- still checks until it is dropped too, as pg_restore --clean does
+-- refuses every write (39P01: it no longer fences the table) until it is
+-- dropped too, as pg_restore --clean does
 \set VERBOSITY default
 DROP TRIGGER tenure_fence_apply ON mx_t;
 \set VERBOSITY sqlstate

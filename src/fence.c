@@ -77,6 +77,7 @@
 #include "args.h"
 #include "tokens.h"
 #include "fence.h"
+#include "fence_table.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_fence_trigger);
 PG_FUNCTION_INFO_V1(pg_tenure_present);
@@ -294,11 +295,42 @@ tenure_fence_utility_end(bool counted)
 }
 
 /*
- * At library load: count the statements that write rows (tenure_writing).
+ * Fence triggers known to be fence_table()'s: relations whose row of
+ * tenure.fenced names the lease their trigger names (see
+ * tenure_fence_trigger_fired()).  Forgotten when the relation's cache
+ * entry is invalidated, which creating, replacing or dropping any of its
+ * triggers does, and with it fence_table() and unfence_table().
+ */
+#define TENURE_FENCE_KNOWN	32
+
+typedef struct TenureFenceKnown
+{
+	Oid			relid;			/* InvalidOid: a free slot */
+	char		lease[TENURE_NAME_MAX + 1];
+} TenureFenceKnown;
+
+static TenureFenceKnown tenure_fence_known[TENURE_FENCE_KNOWN];
+static int	tenure_fence_known_next = 0;
+
+static void
+tenure_fence_known_reset(Datum arg, Oid relid)
+{
+	int			i;
+
+	for (i = 0; i < TENURE_FENCE_KNOWN; i++)
+		if (!OidIsValid(relid) || tenure_fence_known[i].relid == relid)
+			tenure_fence_known[i].relid = InvalidOid;
+}
+
+/*
+ * At library load: count the statements that write rows (tenure_writing),
+ * and register the callback that forgets known fence triggers (registering
+ * later could find the callback slots taken, which is FATAL).
  */
 void
 tenure_fence_init(void)
 {
+	CacheRegisterRelcacheCallback(tenure_fence_known_reset, (Datum) 0);
 	tenure_prev_planner = planner_hook;
 	planner_hook = tenure_planner;
 	tenure_prev_ExecutorStart = ExecutorStart_hook;
@@ -849,10 +881,55 @@ tenure_fence_reset(void)
 }
 
 /*
+ * Fail unless tenure.fenced says that the lease the trigger names fences
+ * its table (see tenure_fence_trigger_fired()).  Known pairs are kept, so
+ * that a fenced table's writes read tenure.fenced once per backend, not
+ * once per statement.
+ */
+static void
+tenure_fence_trigger_owned(TriggerData *trigdata, const char *function)
+{
+	Oid			relid = RelationGetRelid(trigdata->tg_relation);
+	const char *lease = trigdata->tg_trigger->tgargs[0];
+	char	   *fenced_by;
+	TenureFenceKnown *slot;
+	int			i;
+
+	for (i = 0; i < TENURE_FENCE_KNOWN; i++)
+		if (tenure_fence_known[i].relid == relid &&
+			strcmp(tenure_fence_known[i].lease, lease) == 0)
+			return;
+
+	fenced_by = tenure_fenced_by(relid);
+	if (fenced_by == NULL || strcmp(fenced_by, lease) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s on table \"%s\" names lease \"%s\", which does not fence the table",
+						function, RelationGetRelationName(trigdata->tg_relation), lease),
+				 fenced_by == NULL ?
+				 errdetail("tenure.fenced lists no lease for the table: the trigger was not made by tenure.fence_table().") :
+				 errdetail("tenure.fenced lists lease \"%s\" for the table.", fenced_by),
+				 errhint("Use tenure.fence_table() to fence a table, and drop the trigger.")));
+	if (strlen(lease) > TENURE_NAME_MAX)
+		return;					/* (not a lease name: nothing to keep) */
+	slot = &tenure_fence_known[tenure_fence_known_next];
+	tenure_fence_known_next = (tenure_fence_known_next + 1) % TENURE_FENCE_KNOWN;
+	slot->relid = relid;
+	strlcpy(slot->lease, lease, sizeof(slot->lease));
+}
+
+/*
  * Refuse a fence trigger function fired other than fence_table() creates
  * it: as a BEFORE ... FOR EACH STATEMENT trigger (the fence trigger), or
  * an AFTER ... FOR EACH ROW trigger (the apply trigger, for_row), with the
- * lease's name as its one argument.
+ * lease's name as its one argument, on a table that tenure.fenced says
+ * that lease fences.  Whoever may create triggers on a table can name
+ * these functions and any lease in one; without the last check such a
+ * trigger would let any role fence its tables by another role's lease,
+ * which only the lease's owner may do (fence_table()), take that lease's
+ * fence lock at its commits and count its writes in that lease's
+ * statistics.  (The event triggers refuse to replace or disable the
+ * triggers fence_table() made: fence_ddl.c.)
  */
 static void
 tenure_fence_trigger_fired(FunctionCallInfo fcinfo, const char *function,
@@ -879,6 +956,7 @@ tenure_fence_trigger_fired(FunctionCallInfo fcinfo, const char *function,
 				 errdetail("It must be an AFTER ... FOR EACH ROW trigger whose one argument names the lease.") :
 				 errdetail("It must be a BEFORE ... FOR EACH STATEMENT trigger whose one argument names the lease."),
 				 errhint("Use tenure.fence_table() to fence a table.")));
+	tenure_fence_trigger_owned(trigdata, function);
 }
 
 /*
