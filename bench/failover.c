@@ -34,7 +34,13 @@
  *                   warm one's, taking turns: each trial connects, times
  *                   its first tenure.acquire and tenure.release and then a
  *                   second pair on the same connection, then a pair on a
- *                   connection kept across trials.
+ *                   connection kept across trials.  PostgreSQL's floor
+ *                   beside it: another new connection's first and second
+ *                   statement writing the rows of an acquisition by plain
+ *                   SQL (setup.sql's bench_cycle_row and
+ *                   bench_cycle_history: the lease row's epoch, the open
+ *                   history row closed, a new one inserted), the two new
+ *                   connections' order swapped every trial.
  *
  * Connection parameters come from the PG* environment.  Prints one line
  * per trial ("trial N ms") and a summary line:
@@ -44,9 +50,9 @@
  *   floor tenure_off n=N p50=.. p99=.. max=.. p50_ratio=.. p99_ratio=..
  *   floor tenure_on ...
  * (ratio: pg_tenure's percentile / the advisory waiter's); first prints
- * one per step, the last five lines:
- *   first connect|first_acquire|first_release|second_acquire|warm_acquire
- *         n=N p50=.. p99=.. max=..
+ * one per step, the last seven lines:
+ *   first connect|first_acquire|first_release|second_acquire|warm_acquire|
+ *         first_sql|second_sql n=N p50=.. p99=.. max=..
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,11 +86,14 @@ typedef enum FirstStep
 	FIRST_RELEASE,
 	FIRST_SECOND_ACQUIRE,
 	FIRST_WARM_ACQUIRE,
+	FIRST_SQL,
+	FIRST_SECOND_SQL,
 	FIRST_STEPS
 } FirstStep;
 
 static const char *const first_names[FIRST_STEPS] = {
-	"connect", "first_acquire", "first_release", "second_acquire", "warm_acquire"
+	"connect", "first_acquire", "first_release", "second_acquire", "warm_acquire",
+	"first_sql", "second_sql"
 };
 
 static double
@@ -314,6 +323,25 @@ timed1(PGconn *conn, const char *sql)
 
 #define FIRST_ACQUIRE_SQL "SELECT tenure.acquire('bench-failover', 'h')"
 #define FIRST_RELEASE_SQL "SELECT tenure.release('bench-failover', 'h')"
+/* the floor: an acquisition's rows by plain SQL, in one statement */
+#define FIRST_PLAIN_SQL \
+	"WITH u AS (UPDATE bench_cycle_row SET epoch = epoch + 1" \
+	"  WHERE name = 'bench-cycle-first' RETURNING epoch)," \
+	" c AS (UPDATE bench_cycle_history SET ended = clock_timestamp()," \
+	"  end_reason = 'released' WHERE lease = 'bench-cycle-first' AND ended IS NULL)" \
+	" INSERT INTO bench_cycle_history (lease, epoch, holder, started)" \
+	" SELECT 'bench-cycle-first', epoch, 'h', clock_timestamp() FROM u RETURNING epoch"
+
+/* a new connection's first and second plain-SQL acquisition */
+static void
+first_plain(double *first, double *second)
+{
+	PGconn	   *conn = connect_or_die();
+
+	*first = timed1(conn, FIRST_PLAIN_SQL);
+	*second = timed1(conn, FIRST_PLAIN_SQL);
+	PQfinish(conn);
+}
 
 /*
  * Mode first: a new connection's first acquire and release, its second
@@ -337,15 +365,21 @@ run_first(int trials)
 	timed1(warm, FIRST_RELEASE_SQL);
 	for (i = 0; i < trials; i++)
 	{
-		double		t0 = now_ms();
-		PGconn	   *conn = connect_or_die();
+		double		t0;
+		PGconn	   *conn;
 
+		if (i % 2)
+			first_plain(&ms[FIRST_SQL][i], &ms[FIRST_SECOND_SQL][i]);
+		t0 = now_ms();
+		conn = connect_or_die();
 		ms[FIRST_CONNECT][i] = now_ms() - t0;
 		ms[FIRST_ACQUIRE][i] = timed1(conn, FIRST_ACQUIRE_SQL);
 		ms[FIRST_RELEASE][i] = timed1(conn, FIRST_RELEASE_SQL);
 		ms[FIRST_SECOND_ACQUIRE][i] = timed1(conn, FIRST_ACQUIRE_SQL);
 		timed1(conn, FIRST_RELEASE_SQL);
 		PQfinish(conn);
+		if (i % 2 == 0)
+			first_plain(&ms[FIRST_SQL][i], &ms[FIRST_SECOND_SQL][i]);
 		ms[FIRST_WARM_ACQUIRE][i] = timed1(warm, FIRST_ACQUIRE_SQL);
 		timed1(warm, FIRST_RELEASE_SQL);
 		printf("trial %d", i + 1);

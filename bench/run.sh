@@ -416,7 +416,7 @@ if want failover; then
 	f_defaults=$(fo 1 defaults "$defaults_trials" "$defaults_ttl")
 	f_today=$(fo 1 today "$today_trials")
 	f_floor=$(fo 3 floor "$floor_trials")
-	f_first=$(fo 5 first "$first_trials")
+	f_first=$(fo 7 first "$first_trials")
 	echo "  $f_h0"; echo "  $f_auto"; echo "  $f_defaults"; echo "  $f_today"
 	echo "$f_floor" | sed 's/^/  /'; echo "$f_first" | sed 's/^/  /'
 	field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
@@ -465,14 +465,21 @@ if want failover; then
 		echo
 		echo "A new connection's first call (\`failover first\`): each trial connects, times its first"
 		echo "\`tenure.acquire\` and \`tenure.release\` and a second acquire, then an acquire on a connection kept"
-		echo "across trials (not session-bound, synchronous_commit off)."
+		echo "across trials (not session-bound, synchronous_commit off). PostgreSQL's floor, in the same trials (before or after,"
+		echo "alternately): another new connection's first and second statement writing an acquisition's rows by plain SQL"
+		echo "(\`setup.sql\`'s \`bench_cycle_row\` and \`bench_cycle_history\`: the row's epoch raised, the open history row"
+		echo "closed, a new one inserted, in one statement)."
 		echo
 		echo "| step | trials | p50 | p99 | max |"
 		echo "| --- | ---: | ---: | ---: | ---: |"
-		for k in connect first_acquire first_release second_acquire warm_acquire; do
+		for k in connect first_acquire first_release second_acquire warm_acquire first_sql second_sql; do
 			r=$(first_line "$k")
 			echo "| $k | $(field "$r" n) | $(field "$r" p50) | $(field "$r" p99) | $(field "$r" max) |"
 		done
+		echo
+		fa=$(field "$(first_line first_acquire)" p50)
+		fs=$(field "$(first_line first_sql)" p50)
+		echo "A new connection's first acquire / its first plain-SQL acquisition, p50: **$(awk -v a="$fa" -v b="$fs" 'BEGIN {printf "%.2f", a / b}')x**."
 		echo
 	} >"$parts/50_failover.md"
 	phase_done failover

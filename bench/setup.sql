@@ -46,6 +46,8 @@ CREATE TABLE bench_share (id bigserial, client int, note text);
 -- plain SQL (a lease row and a history table indexed as tenure.history)
 CREATE TABLE bench_cycle_row (name text PRIMARY KEY, epoch bigint NOT NULL);
 INSERT INTO bench_cycle_row SELECT 'bench-cycle-' || i, 0 FROM generate_series(0, 63) i;
+-- (and failover first's plain-SQL floor)
+INSERT INTO bench_cycle_row VALUES ('bench-cycle-first', 0);
 CREATE TABLE bench_cycle_history (lease text NOT NULL, epoch bigint NOT NULL, holder text NOT NULL,
 	started timestamptz NOT NULL, ended timestamptz, end_reason text, PRIMARY KEY (lease, epoch));
 CREATE INDEX ON bench_cycle_history (lease) WHERE ended IS NULL;
