@@ -4,7 +4,8 @@
  *		The durable side of leases: statements run as the owner of
  *		pg_tenure's tables, direct access to their rows for the statements
  *		of the hot path, a lease's row and its owner's rights, and building
- *		a lease's shared-memory entry from its row.  Epochs are issued by
+ *		a lease's shared-memory entry from its row, and which lease
+ *		tenure.fenced says fences a table.  Epochs are issued by
  *		epoch.c, and tenure.history is written by history_rows.c, both
  *		through the SPI sessions and the direct access provided here.
  *
@@ -1607,6 +1608,58 @@ Oid
 tenure_known_owner(void)
 {
 	return GetUserId() == tenure_acting_user ? tenure_acting_owner : InvalidOid;
+}
+
+/*
+ * The lease that fences table relid as committed now (and written by this
+ * transaction so far), or NULL; if mine is not NULL, *mine says whether
+ * this transaction wrote that row of tenure.fenced.  An index lookup, no
+ * SPI: the event trigger asks it of every table a command touches.
+ */
+char *
+tenure_fence_lease(Oid relid, bool *mine)
+{
+	Relation	rel;
+	Snapshot	snapshot;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *lease = NULL;
+
+	if (mine != NULL)
+		*mine = false;
+	rel = table_open(tenure_objects(false)->fenced, AccessShareLock);
+	/* rd_pkindex is valid once the index list is */
+	list_free(RelationGetIndexList(rel));
+	if (!OidIsValid(rel->rd_pkindex))
+		elog(ERROR, "table tenure.fenced has no primary key");
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, rel->rd_pkindex, true, snapshot, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		value = heap_getattr(tup, 2, RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			lease = TextDatumGetCString(value);
+		if (mine != NULL)
+			*mine = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data));
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	return lease;
+}
+
+/*
+ * The lease that fences table relid as committed now, or NULL.
+ */
+char *
+tenure_fenced_by(Oid relid)
+{
+	return tenure_fence_lease(relid, NULL);
 }
 
 /*

@@ -154,4 +154,8 @@ extern bool tenure_ensure_continued(const char *name, const TenureKey *key);
 extern void tenure_load_entry(const TenureKey *key, const TenureRow *row,
 							  const TenureCarry *carry);
 
+/* tenure.fenced, by its primary key */
+extern char *tenure_fence_lease(Oid relid, bool *mine);
+extern char *tenure_fenced_by(Oid relid);
+
 #endif							/* TENURE_CATALOG_H */

@@ -77,7 +77,6 @@
 #include "args.h"
 #include "tokens.h"
 #include "fence.h"
-#include "fence_table.h"
 
 PG_FUNCTION_INFO_V1(pg_tenure_fence_trigger);
 PG_FUNCTION_INFO_V1(pg_tenure_present);

@@ -21,9 +21,9 @@
  *		tenure_fence_one()		fence one table by a lease
  *		tenure_fence_forget()	forget that a table is fenced
  *		tenure_fence_any()		whether anything is fenced, as committed now
- *		tenure_fence_lease(), tenure_fenced_by()
- *								the lease that fences a table, as committed
- *								now (index lookups in C, no SPI)
+ *		(the lease that fences a table, as committed now, is catalog.c's
+ *		tenure_fence_lease() and tenure_fenced_by(): the fence triggers
+ *		ask it too)
  *		tenure_fence_spi_begin() an SPI session with the planner settings
  *								pinned, for every statement of the fence
  *		tenure_fence_query()	run a query under the latest snapshot
@@ -181,58 +181,6 @@ tenure_fence_any(void)
 	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
 	return any;
-}
-
-/*
- * The lease that fences table relid as committed now (and written by this
- * transaction so far), or NULL; if mine is not NULL, *mine says whether
- * this transaction wrote that row of tenure.fenced.  An index lookup, no
- * SPI: the event trigger asks it of every table a command touches.
- */
-char *
-tenure_fence_lease(Oid relid, bool *mine)
-{
-	Relation	rel;
-	Snapshot	snapshot;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	char	   *lease = NULL;
-
-	if (mine != NULL)
-		*mine = false;
-	rel = table_open(tenure_objects(false)->fenced, AccessShareLock);
-	/* rd_pkindex is valid once the index list is */
-	list_free(RelationGetIndexList(rel));
-	if (!OidIsValid(rel->rd_pkindex))
-		elog(ERROR, "table tenure.fenced has no primary key");
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(rel, rel->rd_pkindex, true, snapshot, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-	{
-		bool		isnull;
-		Datum		value = heap_getattr(tup, 2, RelationGetDescr(rel), &isnull);
-
-		if (!isnull)
-			lease = TextDatumGetCString(value);
-		if (mine != NULL)
-			*mine = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data));
-	}
-	systable_endscan(scan);
-	UnregisterSnapshot(snapshot);
-	table_close(rel, AccessShareLock);
-	return lease;
-}
-
-/*
- * The lease that fences table relid as committed now, or NULL.
- */
-char *
-tenure_fenced_by(Oid relid)
-{
-	return tenure_fence_lease(relid, NULL);
 }
 
 /*

@@ -19,8 +19,6 @@ extern char *tenure_rel_qualified(Oid relid);
 extern void tenure_fence_spi_begin(struct TenureSpi *spi);
 extern void tenure_fence_query(const char *sql, const char *types, Datum *args);
 extern bool tenure_fence_any(void);
-extern char *tenure_fence_lease(Oid relid, bool *mine);
-extern char *tenure_fenced_by(Oid relid);
 extern List *tenure_rel_parents(Oid relid);
 extern Oid	tenure_rel_subscription(Oid relid);
 extern const char *tenure_subscription_name(Oid subid);
