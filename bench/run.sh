@@ -690,17 +690,19 @@ if want scale; then
 	# the kernel can reserve them (SCALE_HUGE=0: not at all): the calls
 	# touch the lease table at random, about 24,000 pages of 4 kB at
 	# 100,000 leases, and every backend translates each anew (performance.md)
-	hp_note=
+	hp_note="not run (SCALE_HUGE=0)"
 	if [ "${SCALE_HUGE:-1}" = 1 ]; then
+		hp_note=
 		hp_need=$(psql_q -c "SHOW shared_memory_size_in_huge_pages")
 		hp_old=$(cat /proc/sys/vm/nr_hugepages)
-		if [ "$(id -u)" != 0 ]; then
-			hp_note="not run: reserving huge pages needs root"
-		elif ! [ "${hp_need:--1}" -gt 0 ] 2>/dev/null; then
+		# (a server that fails to start with them fails the bench; the
+		# EXIT trap gives the pages back)
+		bench_hugepages_restore=$hp_old
+		if ! [ "${hp_need:--1}" -gt 0 ] 2>/dev/null; then
 			hp_note="not run: the server gives no size in huge pages ($hp_need)"
+		elif ! { echo $((hp_old + hp_need)) >/proc/sys/vm/nr_hugepages; } 2>/dev/null; then
+			hp_note="not run: vm.nr_hugepages cannot be written here"
 		else
-			echo $((hp_old + hp_need)) >/proc/sys/vm/nr_hugepages
-			bench_hugepages_restore=$hp_old
 			hp_got=$(cat /proc/sys/vm/nr_hugepages)
 			if [ "$hp_got" -lt $((hp_old + hp_need)) ]; then
 				hp_note="not run: the kernel reserved $((hp_got - hp_old)) of the $hp_need huge pages needed"
@@ -716,8 +718,8 @@ if want scale; then
 				scale_acquire_all
 			fi
 			echo "$hp_old" >/proc/sys/vm/nr_hugepages
-			bench_hugepages_restore=
 		fi
+		bench_hugepages_restore=
 		[ -z "$hp_note" ] || echo "  huge pages: $hp_note"
 	fi
 

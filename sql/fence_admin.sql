@@ -233,6 +233,50 @@ SELECT fenced_writes = :before_fenced_writes AS writes_unchanged,
 	   fenced_writes_rejected = :before_fenced_writes_rejected AS rejected_unchanged,
 	   fenced_commits = :before_fenced_commits AS commits_unchanged
   FROM tenure.lease_stats WHERE lease = 'fence_admin_v';
+-- a trigger naming another lease than the one that fences its table (a
+-- superuser switched the event triggers off to make it)
+SET ROLE tenure_test_fence_owner;
+SELECT tenure.create_lease('fence_admin_w', ttl => '5 min');
+SELECT tenure.acquire('fence_admin_w', 'writer-w') AS ep_w \gset
+RESET ROLE;
+CREATE TABLE fence_admin_w_t (k int);
+ALTER TABLE fence_admin_w_t OWNER TO tenure_test_fence_owner;
+SET ROLE tenure_test_fence_owner;
+SELECT tenure.fence_table('fence_admin_w_t', 'fence_admin_w');
+RESET ROLE;
+ALTER EVENT TRIGGER tenure_fence_alter DISABLE;
+ALTER EVENT TRIGGER tenure_fence_children DISABLE;
+CREATE TRIGGER m_other BEFORE INSERT ON fence_admin_w_t
+  FOR EACH STATEMENT EXECUTE FUNCTION tenure.fence_trigger('fence_admin_v');
+BEGIN;
+SELECT tenure.present('fence_admin_w', :ep_w, true);
+INSERT INTO fence_admin_w_t VALUES (1);
+ROLLBACK;
+DROP TRIGGER m_other ON fence_admin_w_t;
+ALTER EVENT TRIGGER tenure_fence_alter ENABLE ALWAYS;
+ALTER EVENT TRIGGER tenure_fence_children ENABLE ALWAYS;
+-- fenced by one lease, then by another, in one session: the triggers
+-- follow the table's row of tenure.fenced
+SET ROLE tenure_test_fence_owner;
+BEGIN;
+SELECT tenure.present('fence_admin_w', :ep_w, true);
+INSERT INTO fence_admin_w_t VALUES (2);
+COMMIT;
+SELECT tenure.unfence_table('fence_admin_w_t');
+SELECT tenure.fence_table('fence_admin_w_t', 'fence_admin_v');
+BEGIN;
+SELECT tenure.present('fence_admin_w', :ep_w, true);
+INSERT INTO fence_admin_w_t VALUES (3);
+ROLLBACK;
+BEGIN;
+SELECT tenure.present('fence_admin_v', :ep_v, true);
+INSERT INTO fence_admin_w_t VALUES (4);
+COMMIT;
+SELECT k FROM fence_admin_w_t ORDER BY k;
+SELECT tenure.unfence_table('fence_admin_w_t');
+DROP TABLE fence_admin_w_t;
+SELECT tenure.drop_lease('fence_admin_w');
+RESET ROLE;
 -- fired the wrong way, or without the lease's name
 SET ROLE tenure_test_fence_other;
 DROP TRIGGER m_fence ON fence_admin_m;

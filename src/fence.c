@@ -882,8 +882,10 @@ tenure_fence_reset(void)
 /*
  * Fail unless tenure.fenced says that the lease the trigger names fences
  * its table (see tenure_fence_trigger_fired()).  Known pairs are kept, so
- * that a fenced table's writes read tenure.fenced once per backend, not
- * once per statement.
+ * that a fenced table's writes read tenure.fenced again only after the
+ * table's cache entry was invalidated (its triggers changed, VACUUM,
+ * ANALYZE, an invalidation overflow), or when the backend writes more
+ * than TENURE_FENCE_KNOWN fenced tables in turn.
  */
 static void
 tenure_fence_trigger_owned(TriggerData *trigdata, const char *function)
@@ -906,13 +908,21 @@ tenure_fence_trigger_owned(TriggerData *trigdata, const char *function)
 				 errmsg("%s on table \"%s\" names lease \"%s\", which does not fence the table",
 						function, RelationGetRelationName(trigdata->tg_relation), lease),
 				 fenced_by == NULL ?
-				 errdetail("tenure.fenced lists no lease for the table: the trigger was not made by tenure.fence_table().") :
+				 errdetail("tenure.fenced lists no lease for the table.") :
 				 errdetail("tenure.fenced lists lease \"%s\" for the table.", fenced_by),
 				 errhint("Use tenure.fence_table() to fence a table, and drop the trigger.")));
 	if (strlen(lease) > TENURE_NAME_MAX)
 		return;					/* (not a lease name: nothing to keep) */
-	slot = &tenure_fence_known[tenure_fence_known_next];
-	tenure_fence_known_next = (tenure_fence_known_next + 1) % TENURE_FENCE_KNOWN;
+	/* a free slot, else the next in turn */
+	slot = NULL;
+	for (i = 0; i < TENURE_FENCE_KNOWN && slot == NULL; i++)
+		if (!OidIsValid(tenure_fence_known[i].relid))
+			slot = &tenure_fence_known[i];
+	if (slot == NULL)
+	{
+		slot = &tenure_fence_known[tenure_fence_known_next];
+		tenure_fence_known_next = (tenure_fence_known_next + 1) % TENURE_FENCE_KNOWN;
+	}
 	slot->relid = relid;
 	strlcpy(slot->lease, lease, sizeof(slot->lease));
 }
