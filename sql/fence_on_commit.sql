@@ -92,6 +92,32 @@ SELECT tenure.current_epoch('fence_oc') = :e AS epoch_unchanged;
 DROP TABLE oc_keep;
 RESET ROLE;
 
+-- DISCARD ALL (a pooler's reset) drops every temporary table: the
+-- session's tables ON COMMIT DELETE ROWS are forgotten; DISCARD TEMP,
+-- which a rollback can undo, does not forget them
+CREATE TEMP TABLE oc_rows (x int) ON COMMIT DELETE ROWS;
+DISCARD TEMP;
+SET ROLE tenure_test_oc;
+CREATE TEMP TABLE oc_used (x int);
+BEGIN;
+SELECT tenure.present('fence_oc', :e, true);
+INSERT INTO oc_used VALUES (1);
+INSERT INTO fence_oc_t VALUES ('with a temporary object, after DISCARD TEMP');
+COMMIT;
+DROP TABLE oc_used;
+RESET ROLE;
+DISCARD ALL;
+SET search_path = public;
+SET ROLE tenure_test_oc;
+CREATE TEMP TABLE oc_used (x int);
+BEGIN;
+SELECT tenure.present('fence_oc', :e, true);
+INSERT INTO oc_used VALUES (1);
+INSERT INTO fence_oc_t VALUES ('with a temporary object, after DISCARD ALL');
+COMMIT;
+DROP TABLE oc_used;
+RESET ROLE;
+
 -- a superuser's commit is not refused
 BEGIN;
 SELECT tenure.present('fence_oc', :e, true);

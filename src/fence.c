@@ -180,7 +180,8 @@ static bool tenure_fence_checked = false;
  * the session has created one ON COMMIT DELETE ROWS (which COMMIT empties
  * whenever the transaction used a temporary object).  Both are noted
  * from the statement, before it runs, and never forgotten early: a table
- * created in a savepoint rolled back, or dropped since, still counts.
+ * created in a savepoint rolled back, or dropped since, still counts
+ * (until DISCARD ALL, for the session's).
  */
 static bool tenure_fence_on_commit_drop = false;
 static bool tenure_fence_on_commit_delete = false;
@@ -324,6 +325,17 @@ tenure_fence_note_on_commit(Node *stmt)
 		tenure_fence_on_commit_drop = true;
 	else if (action == ONCOMMIT_DELETE_ROWS)
 		tenure_fence_on_commit_delete = true;
+}
+
+/*
+ * After DISCARD ALL (which runs in a transaction of its own and drops
+ * every temporary table of the session): no ON COMMIT DELETE ROWS table
+ * is left.  DISCARD TEMP is not enough, as its transaction may roll back.
+ */
+void
+tenure_fence_forget_on_commit(void)
+{
+	tenure_fence_on_commit_delete = false;
 }
 
 /*
