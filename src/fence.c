@@ -51,8 +51,8 @@
  * actions after the PRE_COMMIT callbacks, so a temporary table dropped or
  * emptied at commit could make a commit wait for another session's lock
  * while it holds a fence lock that other roles' leases share.  A fenced
- * commit that would run one is refused before it takes any fence lock,
- * unless a superuser's (src/README, F11; tenure_fence_note_on_commit()).
+ * commit runs them before it takes any fence lock (src/README, F11;
+ * tenure_fence_precommit()).
  *
  *-------------------------------------------------------------------------
  */
@@ -60,6 +60,7 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "commands/tablecmds.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "optimizer/planner.h"
@@ -174,20 +175,7 @@ static List *tenure_fence_uses = NIL;
  */
 static bool tenure_fence_checked = false;
 
-/*
- * ON COMMIT actions that may run when this transaction commits (see
- * tenure_fence_note_on_commit()): it created a table ON COMMIT DROP, or
- * the session has created one ON COMMIT DELETE ROWS (which COMMIT empties
- * whenever the transaction used a temporary object).  Both are noted
- * from the statement, before it runs, and never forgotten early: a table
- * created in a savepoint rolled back, or dropped since, still counts
- * (until DISCARD ALL, for the session's).
- */
-static bool tenure_fence_on_commit_drop = false;
-static bool tenure_fence_on_commit_delete = false;
-
 static Oid	tenure_fence_rel(int n);
-static void tenure_fence_note_on_commit(Node *stmt);
 
 /*
  * How deeply nested in triggers this backend is: pg_trigger_depth(), which
@@ -281,7 +269,6 @@ tenure_planner(Query *parse, const char *query_string, int cursorOptions,
 bool
 tenure_fence_utility_begin(Node *stmt)
 {
-	tenure_fence_note_on_commit(stmt);
 	switch (nodeTag(stmt))
 	{
 		case T_VariableSetStmt:
@@ -305,63 +292,6 @@ tenure_fence_utility_begin(Node *stmt)
 			tenure_writing++;
 			return true;
 	}
-}
-
-/*
- * Note a statement that creates a table with an ON COMMIT action (F11).
- * CREATE TABLE and CREATE TABLE AS are the only statements that set one;
- * PL/pgSQL's EXECUTE and SPI reach here too.
- */
-static void
-tenure_fence_note_on_commit(Node *stmt)
-{
-	OnCommitAction action = ONCOMMIT_NOOP;
-
-	if (IsA(stmt, CreateStmt))
-		action = ((CreateStmt *) stmt)->oncommit;
-	else if (IsA(stmt, CreateTableAsStmt) && ((CreateTableAsStmt *) stmt)->into != NULL)
-		action = ((CreateTableAsStmt *) stmt)->into->onCommit;
-	if (action == ONCOMMIT_DROP)
-		tenure_fence_on_commit_drop = true;
-	else if (action == ONCOMMIT_DELETE_ROWS)
-		tenure_fence_on_commit_delete = true;
-}
-
-/*
- * After DISCARD ALL (which runs in a transaction of its own and drops
- * every temporary table of the session): no ON COMMIT DELETE ROWS table
- * is left.  DISCARD TEMP is not enough, as its transaction may roll back.
- */
-void
-tenure_fence_forget_on_commit(void)
-{
-	tenure_fence_on_commit_delete = false;
-}
-
-/*
- * PRE_COMMIT, before any fence lock: refuse a commit whose ON COMMIT
- * actions would run while it holds fence locks (F11).  ON COMMIT DELETE
- * ROWS tables are emptied only by a transaction that used a temporary
- * object (XACT_FLAGS_ACCESSEDTEMPNAMESPACE), as PostgreSQL itself decides.
- * A superuser's commit is not refused.
- */
-static void
-tenure_fence_refuse_on_commit(void)
-{
-	/* a superuser can hold any lock, fence locks included, anyway */
-	if (superuser())
-		return;
-	if (!tenure_fence_on_commit_drop &&
-		!(tenure_fence_on_commit_delete &&
-		  (MyXactFlags & XACT_FLAGS_ACCESSEDTEMPNAMESPACE) != 0))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot commit a fenced write or a new epoch in a transaction with ON COMMIT actions"),
-			 errdetail(tenure_fence_on_commit_drop ?
-					   "The transaction created a table ON COMMIT DROP." :
-					   "The transaction used a temporary object, and the session has created a table ON COMMIT DELETE ROWS."),
-			 errhint("ON COMMIT actions run after the fence check, while the fence lock is held: do the temporary table's work in another transaction.")));
 }
 
 void
@@ -868,7 +798,20 @@ tenure_fence_precommit(void)
 	tenure_fence_checked = true;
 	if (tenure_fence_uses == NIL)
 		return;
-	tenure_fence_refuse_on_commit();
+
+	/*
+	 * Nothing waits between the fence locks and the commit record (F11).
+	 * PostgreSQL runs the ON COMMIT actions of temporary tables after the
+	 * PRE_COMMIT callbacks, and they can wait for other sessions' locks:
+	 * dropping a table takes locks on what depends on it, emptying one
+	 * waits for any lock on it or its indexes.  Run them here, before any
+	 * fence lock; PostgreSQL's own pass then finds the tables dropped, or
+	 * empties them again under the locks this pass took.  A superuser's
+	 * commit is left alone: a superuser can hold any lock anyway, and the
+	 * isolation specs stop a commit past its check this way.
+	 */
+	if (!superuser())
+		PreCommit_on_commit_actions();
 
 	/*
 	 * Claims and new tenures learn their lease's view here.  One that has
@@ -956,7 +899,6 @@ tenure_fence_reset(void)
 	tenure_writing_saved = NIL;
 	tenure_fence_uses = NIL;
 	tenure_fence_checked = false;
-	tenure_fence_on_commit_drop = false;
 }
 
 /*

@@ -16,7 +16,6 @@ extern void tenure_tokens_assign(const char *newval, void *extra);
 extern void tenure_fence_init(void);
 extern void tenure_fence_subxact(SubXactEvent event);
 extern bool tenure_fence_utility_begin(Node *stmt);
-extern void tenure_fence_forget_on_commit(void);
 extern void tenure_require_changes(FunctionCallInfo fcinfo);
 extern void tenure_fence_utility_end(bool counted);
 extern void tenure_fence_check(const char *name, const char *table,

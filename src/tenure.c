@@ -134,9 +134,6 @@ tenure_process_utility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 	tenure_fence_utility_end(counted);
-	/* no temporary table is left to empty at commit (fence.c, F11) */
-	if (IsA(stmt, DiscardStmt) && ((DiscardStmt *) stmt)->target == DISCARD_ALL)
-		tenure_fence_forget_on_commit();
 }
 
 /*

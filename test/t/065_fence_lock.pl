@@ -8,8 +8,8 @@
 #
 # A COMMIT is held half-way, past pg_tenure's pre-commit check, by an armed
 # temporary table ON COMMIT DELETE ROWS that another session keeps locked.
-# (The session is a superuser's: pg_tenure refuses such a commit to other
-# roles, src/README F11.)
+# (The session is a superuser's: for other roles pg_tenure runs the ON
+# COMMIT actions before the check, src/README F11.)
 
 use strict;
 use warnings;
