@@ -156,6 +156,47 @@ SELECT count(*) AS still_fenced FROM tenure.fenced WHERE tbl = 'fence_restore_t'
 DROP TRIGGER z_fence_restore_unfence ON fence_restore_t;
 DROP FUNCTION fence_restore_unfence();
 
+-- nor can it leave code to run at COMMIT, outside the trigger: a cursor
+-- WITH HOLD runs its query when the transaction commits, so a trigger, or
+-- any code that runs while rows are written, cannot declare one
+SET ROLE fence_restore_mallory;
+CREATE FUNCTION fence_restore_later() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE 'DECLARE fence_restore_c CURSOR WITH HOLD FOR SELECT '
+		'pg_catalog.set_config(''tenure.tokens'', ''fence_restore='' || '
+		'tenure.current_epoch(''fence_restore''), true)';
+	RETURN NULL;
+END
+$$;
+CREATE TRIGGER z_fence_restore_later AFTER INSERT ON fence_restore_t
+	FOR EACH STATEMENT EXECUTE FUNCTION fence_restore_later();
+CREATE FUNCTION fence_restore_later_default() RETURNS int
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE 'DECLARE fence_restore_d CURSOR WITH HOLD FOR SELECT 1';
+	RETURN 1;
+END
+$$;
+CREATE TABLE fence_restore_later_t (a int DEFAULT fence_restore_later_default());
+GRANT INSERT ON fence_restore_later_t TO PUBLIC;
+RESET ROLE;
+BEGIN;
+SELECT set_config('tenure.tokens', 'fence_restore=' || :cur, true) IS NOT NULL AS presented;
+INSERT INTO fence_restore_t (how) VALUES ('with a cursor left for COMMIT');
+COMMIT;
+INSERT INTO fence_restore_later_t DEFAULT VALUES;
+SELECT count(*) AS written FROM fence_restore_t WHERE how = 'with a cursor left for COMMIT';
+-- (a client's own holdable cursor is its own business)
+BEGIN;
+DECLARE fence_restore_own CURSOR WITH HOLD FOR SELECT 1 AS one;
+COMMIT;
+FETCH fence_restore_own;
+CLOSE fence_restore_own;
+DROP TRIGGER z_fence_restore_later ON fence_restore_t;
+DROP TABLE fence_restore_later_t;
+DROP FUNCTION fence_restore_later(), fence_restore_later_default();
+
 -- 6. code that runs because rows are written, not because the client
 -- called it: a column default, a CHECK constraint, an index expression, a
 -- rule's action, COPY's defaults, a temporary table a previous client of

@@ -60,6 +60,7 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "commands/extension.h"
 #include "commands/tablecmds.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -176,6 +177,8 @@ static List *tenure_fence_uses = NIL;
 static bool tenure_fence_checked = false;
 
 static Oid	tenure_fence_rel(int n);
+static int	tenure_trigger_depth(void);
+static void tenure_fence_refuse_late_cursor(Node *stmt);
 
 /*
  * How deeply nested in triggers this backend is: pg_trigger_depth(), which
@@ -259,6 +262,33 @@ tenure_planner(Query *parse, const char *query_string, int cursorOptions,
 }
 
 /*
+ * Refuse a cursor WITH HOLD declared while rows are written (by a trigger,
+ * or by a default, constraint or rule's code, whoever wrote it), in a
+ * database with pg_tenure.  Its query would run when the transaction
+ * commits (PreCommit_Portals(), before the PRE_COMMIT callbacks), in no
+ * trigger and no writing statement: a token it presents would count (F6),
+ * and a lease it claimed or released would be changed in the writer's
+ * name.  A client declares its own holdable cursors in statements of
+ * their own.
+ */
+static void
+tenure_fence_refuse_late_cursor(Node *stmt)
+{
+	if (!IsA(stmt, DeclareCursorStmt) ||
+		(((DeclareCursorStmt *) stmt)->options & CURSOR_OPT_HOLD) == 0)
+		return;
+	if (tenure_writing == 0 && tenure_trigger_depth() == 0)
+		return;
+	if (!OidIsValid(get_extension_oid("pg_tenure", true)))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("cannot declare a cursor WITH HOLD while rows are written"),
+			 errdetail("Its query would run when the transaction commits, in the writer's name, outside the statement that wrote the rows; a trigger or default that another role wrote could present a token or change a lease there."),
+			 errhint("Declare holdable cursors in statements of their own.")));
+}
+
+/*
  * ProcessUtility (tenure.c): whether a utility statement counts as writing
  * rows while it runs (see tenure_writing); if so it is counted, and the
  * caller calls tenure_fence_utility_end(true) after it.  Only statements
@@ -269,6 +299,7 @@ tenure_planner(Query *parse, const char *query_string, int cursorOptions,
 bool
 tenure_fence_utility_begin(Node *stmt)
 {
+	tenure_fence_refuse_late_cursor(stmt);
 	switch (nodeTag(stmt))
 	{
 		case T_VariableSetStmt:
