@@ -184,8 +184,10 @@ RESET ROLE;
 BEGIN;
 SELECT set_config('tenure.tokens', 'fence_restore=' || :cur, true) IS NOT NULL AS presented;
 INSERT INTO fence_restore_t (how) VALUES ('with a cursor left for COMMIT');
+\echo :LAST_ERROR_SQLSTATE
 COMMIT;
 INSERT INTO fence_restore_later_t DEFAULT VALUES;
+\echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS written FROM fence_restore_t WHERE how = 'with a cursor left for COMMIT';
 -- (a client's own holdable cursor is its own business)
 BEGIN;

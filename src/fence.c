@@ -177,8 +177,6 @@ static List *tenure_fence_uses = NIL;
 static bool tenure_fence_checked = false;
 
 static Oid	tenure_fence_rel(int n);
-static int	tenure_trigger_depth(void);
-static void tenure_fence_refuse_late_cursor(Node *stmt);
 
 /*
  * How deeply nested in triggers this backend is: pg_trigger_depth(), which
