@@ -595,6 +595,19 @@ if want scale; then
 	scale_script few "$scale_few" few-
 	scale_script ctl "$scale_few" ctl-
 	scale_script many "$scale_max" scale-
+	# PostgreSQL's own floor for the same lookup: the narrowest table a
+	# lease service could keep, a name and its holder, read by primary key
+	# from shared buffers; SCALE_MAX rows against SCALE_FEW, measured in the
+	# same pairs (sets rfew and rmany, with leader_is)
+	for set in rfew rmany; do
+		n=$scale_few p=few-
+		[ "$set" = rmany ] && n=$scale_max p=scale-
+		psql_q -c "CREATE TABLE bench_floor_$set (k text PRIMARY KEY, h text NOT NULL)" \
+			-c "INSERT INTO bench_floor_$set SELECT '$p' || i, 'h' FROM generate_series(1, $n) i" -c "VACUUM ANALYZE bench_floor_$set" >/dev/null
+		printf '\\set k random(1, %s)\nSELECT h = '"'"'h'"'"' FROM bench_floor_%s WHERE k = '"'"'%s'"'"' || :k;\n' "$n" "$set" "$p" >"$dir/scale_leader_$set.sql"
+		chmod 644 "$dir/scale_leader_$set.sql"
+	done
+	floor_pages=$(psql_q -c "SELECT (pg_relation_size('bench_floor_rmany') + pg_relation_size('bench_floor_rmany_pkey')) / 4096")
 
 	# scale_acquire_all: the few, the control and the many acquired again
 	# after a restart ended their tenures; returns once the history shows
@@ -665,15 +678,19 @@ if want scale; then
 	echo "pages,set,leases,clients,op,pair,position,tps" >"$out/scale_raw.csv"
 	scale_pass() {
 		local pages=$1 pair order c op pos set n t
+		# the floor's tables in shared buffers: every leaf and heap page read
+		psql_q -c "SET enable_seqscan = off" -c "SET enable_bitmapscan = off" \
+			-c "SELECT count(h) FROM bench_floor_rfew WHERE k > ''" -c "SELECT count(h) FROM bench_floor_rmany WHERE k > ''" >/dev/null
 		for ((pair = 1; pair <= scale_pairs; pair++)); do
-			if ((pair % 2)); then order="few many ctl"; else order="ctl many few"; fi
+			if ((pair % 2)); then order="few many ctl rfew rmany"; else order="rmany rfew ctl many few"; fi
 			for c in $CLIENTS; do
 				for op in leader renew; do
 					pos=0
 					for set in $order; do
+						[ "$op" = renew ] && [ "${set#r}" != "$set" ] && continue
 						pos=$((pos + 1))
 						n=$scale_few
-						[ "$set" = many ] && n=$scale_max
+						[ "$set" = many ] || [ "$set" = rmany ] && n=$scale_max
 						t=$(pgb "$c" "$scale_s" "" -f "$dir/scale_${op}_$set.sql" 2>&1 | tps_of)
 						[ -n "$t" ] || { echo "bench: scale $op $set with $c clients failed" >&2; exit 1; }
 						echo "$pages,$set,$n,$c,$op,$pair,$pos,$t" >>"$out/scale_raw.csv"
@@ -746,6 +763,7 @@ if want scale; then
 		done
 	done
 	psql_q -c "SELECT count(tenure.drop_lease(p || i)) FROM generate_series(1, $scale_few) i, (VALUES ('few-'), ('ctl-')) v(p)" >/dev/null
+	psql_q -c "DROP TABLE bench_floor_rfew, bench_floor_rmany" >/dev/null
 
 	# the keeper's CPU with every lease held: idle, then with a slow renew
 	# loop over random leases
@@ -807,21 +825,26 @@ if want scale; then
 
 	# scale.csv: per client count and op, the median TPS of each set, the
 	# figure and the control beside it
-	echo "pages,clients,op,pairs,seconds,tps_few,tps_many,ratio,tps_control,control_ratio,valid" >"$out/scale.csv"
+	echo "pages,clients,op,pairs,seconds,tps_few,tps_many,ratio,tps_control,control_ratio,valid,tps_floor_few,tps_floor_many,floor_ratio,ratio_vs_floor" >"$out/scale.csv"
 	scale_valid=1
 	for pg in $scale_pages; do
 		for c in $CLIENTS; do
 			for op in leader renew; do
-				med_of() { awk -F, -v p="$pg" -v s="$1" -v c="$c" -v op="$op" 'NR > 1 && $1==p && $2==s && $4==c && $5==op {print $8}' "$out/scale_raw.csv" | bench_median; }
+				# med_of SET [OP]: the median TPS of SET's runs
+				med_of() { awk -F, -v p="$pg" -v s="$1" -v c="$c" -v op="${2:-$op}" 'NR > 1 && $1==p && $2==s && $4==c && $5==op {print $8}' "$out/scale_raw.csv" | bench_median; }
 				f=$(med_of few)
 				m=$(med_of many)
 				k=$(med_of ctl)
+				rf=$(med_of rfew leader)
+				rm=$(med_of rmany leader)
 				r=$(awk -v a="$m" -v b="$f" 'BEGIN {printf "%.3f", a / b}')
 				q=$(awk -v a="$k" -v b="$f" 'BEGIN {printf "%.3f", a / b}')
+				rr=$(awk -v a="$rm" -v b="$rf" 'BEGIN {printf "%.3f", a / b}')
+				rv=$(awk -v a="$r" -v b="$rr" 'BEGIN {printf "%.3f", a / b}')
 				v=$(awk -v q="$q" -v t="$scale_tol" 'BEGIN {d = q - 1; if (d < 0) d = -d; print (d <= t + 1e-9) ? "yes" : "no"}')
 				[ "$v" = yes ] || scale_valid=
-				echo "$pg,$c,$op,$scale_pairs,$scale_s,$f,$m,$r,$k,$q,$v" >>"$out/scale.csv"
-				echo "  $pg pages, $op c=$c: $scale_max / $scale_few leases $r (control $q, $([ "$v" = yes ] && echo valid || echo INVALID))"
+				echo "$pg,$c,$op,$scale_pairs,$scale_s,$f,$m,$r,$k,$q,$v,$rf,$rm,$rr,$rv" >>"$out/scale.csv"
+				echo "  $pg pages, $op c=$c: $scale_max / $scale_few leases $r (control $q, $([ "$v" = yes ] && echo valid || echo INVALID)); PostgreSQL's floor, $scale_max / $scale_few rows: $rr"
 			done
 		done
 	done
@@ -853,8 +876,8 @@ if want scale; then
 		echo "(few, many, ctl; then ctl, many, few; and so on), each run with its own new backends (\`scale.csv\`, \`scale_raw.csv\`;"
 		echo "every other figure below: \`scale_costs.csv\`)."
 		echo
-		echo "| pages | clients | op | TPS, $scale_few leases | $scale_max leases | **ratio** | control: TPS, $scale_few others | control ratio | interleaved ratio (not the figure) |"
-		echo "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+		echo "| pages | clients | op | TPS, $scale_few leases | $scale_max leases | **ratio** | control: TPS, $scale_few others | control ratio | PostgreSQL's floor: $scale_max / $scale_few rows | ratio / floor | interleaved ratio (not the figure) |"
+		echo "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 		for pg in $scale_pages; do
 			pgn="4 kB"
 			[ "$pg" = huge ] && pgn="2 MB"
@@ -864,7 +887,7 @@ if want scale; then
 					[ "$op" = renew ] && opn=renew
 					inter=$(si "$c" "$op")
 					[ "$pg" = 4k ] || inter=
-					echo "| $pgn | $c | $opn | $(fmt "$(sc "$pg" "$c" "$op" 6)") | $(fmt "$(sc "$pg" "$c" "$op" 7)") | $(sfig "$pg" "$c" "$op") | $(fmt "$(sc "$pg" "$c" "$op" 9)") | $(sc "$pg" "$c" "$op" 10) | $inter |"
+					echo "| $pgn | $c | $opn | $(fmt "$(sc "$pg" "$c" "$op" 6)") | $(fmt "$(sc "$pg" "$c" "$op" 7)") | $(sfig "$pg" "$c" "$op") | $(fmt "$(sc "$pg" "$c" "$op" 9)") | $(sc "$pg" "$c" "$op" 10) | $(sc "$pg" "$c" "$op" 14) | $(sc "$pg" "$c" "$op" 15) | $inter |"
 				done
 			done
 		done
@@ -876,6 +899,11 @@ if want scale; then
 		echo "Ratio (the figure): median TPS at $scale_max leases / median TPS at $scale_few, over $scale_pairs pairs of separate runs. It is"
 		echo "valid only if the control, two sets of $scale_few alike measured the same way (median ctl / median few), reads"
 		echo "1 +/- $scale_tol in the same run; otherwise the machine was too unsteady and the figure is reported as invalid."
+		echo "PostgreSQL's floor: the same ratio for the narrowest table a lease service could keep, a name and its holder"
+		echo "(\`k text PRIMARY KEY, h text\`), $scale_max rows against $scale_few, each call \`SELECT h = 'h' FROM bench_floor_r... WHERE k = ...\`"
+		echo "by its primary key from shared buffers, in the same pairs: $floor_pages pages of 4 kB, heap and index (the $scale_max"
+		echo "leases' slots: $(awk -v n="$scale_max" -v b="$per_slot" 'BEGIN {printf "%.0f", n * b / 4096}') pages at $per_slot bytes each). Ratio / floor: pg_tenure's ratio over PostgreSQL's"
+		echo "(1.00: as flat as a lookup in PostgreSQL's own shared buffers on the same machine)."
 		echo "Interleaved ratio, not the figure: $mixes runs of $mix_s s, every client picking the few or the many at random for each"
 		echo "call; the few's mean latency / the many's, median (min..max) (\`scale_interleaved.csv\`). Both scripts share the"
 		echo "backends and their caches, and a call's latency is mostly the wait for a core, which both share: it hides a cost of the many."
