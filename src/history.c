@@ -34,10 +34,12 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -195,6 +197,30 @@ tenure_history_load_continued(const char *name)
 }
 
 /*
+ * Lock the installed extension against DROP EXTENSION before any of its
+ * tables: false if it is not installed, or was dropped while this waited.
+ * DROP EXTENSION locks the extension first and then its tables in an order
+ * of its own; a run that held one of those tables while it waited for
+ * another would deadlock with it, and the deadlock detector could cancel
+ * the user's DROP.  Holding the extension first, a run and a DROP wait for
+ * each other only there.
+ */
+static bool
+tenure_history_lock_extension(void)
+{
+	const TenureObjects *objs = tenure_objects(true);
+	Oid			ext;
+
+	if (objs == NULL)
+		return false;
+	ext = objs->extension;
+	/* reads the invalidations of a DROP this waited for */
+	LockDatabaseObject(ExtensionRelationId, ext, 0, AccessShareLock);
+	objs = tenure_objects(true);
+	return objs != NULL && objs->extension == ext;
+}
+
+/*
  * A run for the database this worker is connected to.
  */
 static void
@@ -216,7 +242,7 @@ tenure_history_write(void)
 	 * named like pg_tenure's that are not the installed extension's are
 	 * never touched (tenure_spi_begin() checks them too, failing the run).
 	 */
-	if (tenure_objects(true) == NULL)
+	if (!tenure_history_lock_extension())
 	{
 		PopActiveSnapshot();
 		CommitTransactionCommand();
