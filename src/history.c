@@ -34,7 +34,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_database.h"
-#include "catalog/pg_extension.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -197,27 +197,42 @@ tenure_history_load_continued(const char *name)
 }
 
 /*
- * Lock the installed extension against DROP EXTENSION before any of its
- * tables: false if it is not installed, or was dropped while this waited.
- * DROP EXTENSION locks the extension first and then its tables in an order
- * of its own; a run that held one of those tables while it waited for
- * another would deadlock with it, and the deadlock detector could cancel
- * the user's DROP.  Holding the extension first, a run and a DROP wait for
- * each other only there.
+ * Lock tenure.lease and tenure.history for the whole run, in that order
+ * and without waiting, before the run reads either: false, having locked
+ * neither for long, if the extension is not installed or either table is
+ * locked in a mode the run conflicts with (DROP EXTENSION under way, a
+ * superuser's DDL).  A run that held one of the tables while it waited
+ * for the other could deadlock with DROP EXTENSION, which locks them in
+ * an order of its own, and the deadlock detector could cancel the user's
+ * DROP.  Only superusers can lock these tables in such modes (other roles
+ * may only read them), so no other role can make runs skip.  Locking the
+ * extension object first would not do: any role can lock it
+ * (pg_get_object_address()) and queue a DROP EXTENSION behind that lock.
  */
 static bool
-tenure_history_lock_extension(void)
+tenure_history_lock_tables(void)
 {
 	const TenureObjects *objs = tenure_objects(true);
-	Oid			ext;
+	Oid			lease;
+	Oid			history;
 
 	if (objs == NULL)
 		return false;
-	ext = objs->extension;
-	/* reads the invalidations of a DROP this waited for */
-	LockDatabaseObject(ExtensionRelationId, ext, 0, AccessShareLock);
+	lease = objs->lease;
+	history = objs->history;
+	/* the strongest modes the run takes (SELECT FOR UPDATE, UPDATE) */
+	if (!ConditionalLockRelationOid(lease, RowShareLock) ||
+		!ConditionalLockRelationOid(history, RowExclusiveLock))
+	{
+		ereport(LOG,
+				(errmsg("pg_tenure history writer skipped database \"%s\": tenure.lease or tenure.history is locked",
+						get_database_name(MyDatabaseId)),
+				 errdetail("The ends of tenures in this database are written by its next run, or by the next tenure of each lease.")));
+		return false;
+	}
+	/* a DROP EXTENSION that committed since the look-up */
 	objs = tenure_objects(true);
-	return objs != NULL && objs->extension == ext;
+	return objs != NULL && objs->lease == lease && objs->history == history;
 }
 
 /*
@@ -242,7 +257,7 @@ tenure_history_write(void)
 	 * named like pg_tenure's that are not the installed extension's are
 	 * never touched (tenure_spi_begin() checks them too, failing the run).
 	 */
-	if (!tenure_history_lock_extension())
+	if (!tenure_history_lock_tables())
 	{
 		PopActiveSnapshot();
 		CommitTransactionCommand();

@@ -1,11 +1,16 @@
 
-# DROP EXTENSION pg_tenure while the history writer (a background worker
-# nobody started by hand) writes ends of tenures in the same database.
-# DROP locks the extension first and then its tables in its own order; the
-# writer must not hold one of those tables while it waits for another, or
-# the two deadlock and the user's DROP fails.  Another session holds both
-# tables so that the writer and the DROP queue behind it in the order that
-# deadlocked: the writer first, the DROP next.
+# The history writer (a background worker nobody starts by hand) beside
+# locks other sessions hold on the extension and its tables.
+#
+# - DROP EXTENSION locks the extension first and then its tables in an
+#   order of its own.  A run that held one of the tables while it waited
+#   for the other deadlocked with it, and the deadlock detector cancelled
+#   the user's DROP.  A run takes both tables without waiting, or skips.
+#   Another session holds both so that the writer and the DROP come to
+#   them in the order that deadlocked: the writer first, the DROP next.
+# - A role with no rights on the extension can hold a lock on it
+#   (pg_get_object_address()) and queue a DROP EXTENSION behind that lock;
+#   the writer takes no lock on the extension, so its runs go on.
 
 use strict;
 use warnings;
@@ -24,9 +29,46 @@ $node->safe_psql(
 	'app', q{
 	CREATE EXTENSION pg_tenure;
 	SELECT tenure.create_lease('w', ttl => '10 min', holdoff => '0');
+	CREATE ROLE mallory LOGIN;
 });
 
-# a session-bound tenure
+# A session-bound tenure of lease w, whose backend exits: its end is
+# written by a run of the history writer.  Returns the tenure's epoch.
+sub session_ends
+{
+	my $holder = $node->background_psql('app');
+	my $epoch = $holder->query_safe(
+		"SELECT tenure.acquire('w', 'h', session_bound => true)");
+	$holder->quit;
+	return $epoch;
+}
+
+# --- another role's lock on the extension, and its DROP queued behind it
+my $m1 = $node->background_psql('app', extra_params => [ '-U', 'mallory' ]);
+$m1->query_safe(
+	"BEGIN; SELECT pg_get_object_address('extension', '{pg_tenure}', '{}')");
+my $m2 = $node->background_psql(
+	'app',
+	on_error_stop => 0,
+	extra_params => [ '-U', 'mallory' ]);
+my $m2_pid = $m2->query_safe('SELECT pg_backend_pid()');
+start_statement($m2, 'DROP EXTENSION pg_tenure;');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $m2_pid"
+	),
+	"mallory's DROP EXTENSION waits behind mallory's lock on the extension");
+my $e0 = session_ends();
+ok( $node->poll_query_until(
+		'app',
+		"SELECT end_reason FROM tenure.history WHERE lease = 'w' AND epoch = $e0",
+		'session ended'),
+	'the history writer still writes the end of a tenure');
+$m1->query_safe('ROLLBACK');
+$m1->quit;
+$m2->quit;
+
+# --- DROP EXTENSION beside a run of the writer
 my $holder = $node->background_psql('app');
 my $epoch = $holder->query_safe(
 	"SELECT tenure.acquire('w', 'h', session_bound => true)");
@@ -38,16 +80,22 @@ $blocker->query_safe(
 	'BEGIN; LOCK TABLE tenure.lease, tenure.history IN ACCESS EXCLUSIVE MODE');
 
 # the holder's backend exits: the keeper starts a run of the history writer
-# for database app, which waits behind the blocker
-$holder->quit;
-
-my $writer_waits = q{SELECT count(*) FROM pg_stat_activity
-	WHERE backend_type = 'pg_tenure history' AND datname = 'app'
-	  AND wait_event_type = 'Lock'};
-ok($node->poll_query_until('postgres', $writer_waits, '1'),
-	'the history writer waits for a lock the blocker holds');
-
+# for database app, which finds the tables locked and skips
 my $offset = -s $node->logfile;
+$holder->quit;
+ok( wait_until(
+		'the history writer to skip database app',
+		sub {
+			slurp_file($node->logfile, $offset) =~
+			  /history writer skipped database "app": tenure.lease or tenure.history is locked/;
+		}),
+	'the history writer skips the database rather than wait for its tables');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_tenure history'",
+		'0'),
+	'and exits');
+
 my $dropper = $node->background_psql('app', on_error_stop => 0);
 my $dropper_pid = $dropper->query_safe('SELECT pg_backend_pid()');
 start_statement($dropper, 'DROP EXTENSION pg_tenure;');
@@ -55,7 +103,7 @@ ok( $node->poll_query_until(
 		'postgres',
 		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $dropper_pid"
 	),
-	'DROP EXTENSION waits too');
+	'DROP EXTENSION waits for the blocker');
 
 $blocker->query_safe('COMMIT');
 $blocker->quit;
