@@ -762,10 +762,12 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
 
 	/*
-	 * We waited for the row if another transaction changed the lease: a
-	 * release or a new tenure committed meanwhile is published by now.  The
-	 * tenure's epoch now is the one PRE_COMMIT expects it still to have.
+	 * We hold the row now.  Once every transaction that changed it before
+	 * is published (a release, a new tenure, another claim: each may have
+	 * let go of the row before its COMMIT callback ran), the tenure's epoch
+	 * is the one PRE_COMMIT expects it still to have.
 	 */
+	tenure_state_await_published(&key);
 	held = tenure_state_held_epoch(&key, holder, &session_bound);
 	if (held == 0)
 		tenure_not_holder(name, holder);
@@ -827,7 +829,10 @@ pg_tenure_handoff(PG_FUNCTION_ARGS)
 										   &old_epoch, &session_bound);
 		tenure_txn_handoff_refused(check, name, holder, successor, false);
 		if (pass == 0)
+		{
 			epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
+			tenure_state_await_published(&key);
+		}
 	}
 
 	/*

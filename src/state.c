@@ -44,6 +44,7 @@
  *												(also count fenced writes,
  *												 atomics)
  *		tenure_state_renew()					(raises an atomic)
+ *		tenure_state_await_published()			(and sleeps between looks)
  *		state_wait.c: tenure_state_waiters(), tenure_state_handoff_check()
  *
  *	LWLock in exclusive mode:
@@ -1224,6 +1225,42 @@ tenure_state_held_epoch(const TenureKey *key, const char *holder,
 		*session_bound = lease->session_bound;
 	LWLockRelease(tenure_shared->lock);
 	return epoch;
+}
+
+/*
+ * A claim or handoff that holds the lease's row lock: wait until no other
+ * backend's transaction that changed the lease is still publishing its
+ * commit or abort.  PostgreSQL shows a transaction as ended to others
+ * before its COMMIT or ABORT callback (txn.c) publishes it here; an
+ * UPDATE of the row in between does not wait for it, and without this the
+ * caller would read the holder's tenure as it was before, and fail its
+ * own PRE_COMMIT check although its tenure is live (a claim right after
+ * another of the same holder).  Bounded: such a backend is past its
+ * commit or abort record and waits for nothing of this one's.
+ */
+void
+tenure_state_await_published(const TenureKey *key)
+{
+	for (;;)
+	{
+		TenureLease *lease;
+		bool		busy;
+
+		ConditionVariablePrepareToSleep(&tenure_shared->cv);
+		LWLockAcquire(tenure_shared->lock, LW_SHARED);
+		lease = tenure_find(key);
+		busy = lease != NULL &&
+			((lease->claim_pid != 0 && lease->claim_pid != MyProcPid) ||
+			 (lease->handoff_pending && lease->handoff_pid != MyProcPid) ||
+			 (lease->committing && !tenure_pending_mine(lease)));
+		LWLockRelease(tenure_shared->lock);
+		if (!busy)
+			break;
+		/* the publication broadcasts (tenure_changed()); the timeout is a floor */
+		(void) ConditionVariableTimedSleep(&tenure_shared->cv, 10,
+										   TENURE_WAIT_EVENT);
+	}
+	ConditionVariableCancelSleep();
 }
 
 /*

@@ -265,6 +265,7 @@ extern TenureActiveState tenure_state_active(const TenureKey *key,
 											 int64 *active_mono);
 extern int64 tenure_state_held_epoch(const TenureKey *key, const char *holder,
 									 bool *session_bound);
+extern void tenure_state_await_published(const TenureKey *key);
 extern int64 tenure_state_cached_epoch(const TenureKey *key);
 extern bool tenure_state_stale(const TenureKey *key, int64 id);
 extern void tenure_state_fence(const TenureKey *key, int64 now,
