@@ -323,6 +323,9 @@ pg_tenure_alter_lease(PG_FUNCTION_ARGS)
 	/* locked until commit: drops, claims, new epochs and alters wait */
 	tenure_load_row(name, &row, true);
 	tenure_check_owner(name, row.owner, spi.save_userid);
+	tenure_make_key(&key, MyDatabaseId, name);
+	/* what committed before we took the row, published: not "in use" */
+	tenure_state_await_published(&key);
 
 	/* the settings the lease will have */
 	altered = row;
@@ -367,7 +370,6 @@ pg_tenure_alter_lease(PG_FUNCTION_ARGS)
 	 * abort always unpins.
 	 */
 	pinned = lock_key_changes || altered.ttl_us < row.ttl_us;
-	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_txn_remember_alter(&key, &altered, pinned);
 	if (pinned)
 		tenure_alter_pin(name, &key, row.id, lock_key_changes);
@@ -642,6 +644,8 @@ pg_tenure_release(PG_FUNCTION_ARGS)
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_txn_check_not_handed(&key, TENURE_ACT_RELEASE);
+	/* a handoff or claim that committed before we took the row, published */
+	tenure_state_await_published(&key);
 	epoch = tenure_state_held_epoch(&key, holder, NULL);
 	holds = epoch != 0;
 
@@ -763,9 +767,10 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 
 	/*
 	 * We hold the row now.  Once every transaction that changed it before
-	 * is published (a release, a new tenure, another claim: each may have
+	 * is published (another claim, a handoff, a new tenure: each may have
 	 * let go of the row before its COMMIT callback ran), the tenure's epoch
-	 * is the one PRE_COMMIT expects it still to have.
+	 * is the one PRE_COMMIT expects it still to have; a release published
+	 * later fails our check there, as it must.
 	 */
 	tenure_state_await_published(&key);
 	held = tenure_state_held_epoch(&key, holder, &session_bound);

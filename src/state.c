@@ -1228,7 +1228,8 @@ tenure_state_held_epoch(const TenureKey *key, const char *holder,
 }
 
 /*
- * A claim or handoff that holds the lease's row lock: wait until no other
+ * A call that holds the lease's row lock (claim_epoch, handoff, release,
+ * alter_lease, an acquisition once it issued its epoch): wait until no other
  * backend's transaction that changed the lease is still publishing its
  * commit or abort.  PostgreSQL shows a transaction as ended to others
  * before its COMMIT or ABORT callback (txn.c) publishes it here; an
@@ -1241,12 +1242,13 @@ tenure_state_held_epoch(const TenureKey *key, const char *holder,
 void
 tenure_state_await_published(const TenureKey *key)
 {
+	bool		prepared = false;
+
 	for (;;)
 	{
 		TenureLease *lease;
 		bool		busy;
 
-		ConditionVariablePrepareToSleep(&tenure_shared->cv);
 		LWLockAcquire(tenure_shared->lock, LW_SHARED);
 		lease = tenure_find(key);
 		busy = lease != NULL &&
@@ -1256,11 +1258,19 @@ tenure_state_await_published(const TenureKey *key)
 		LWLockRelease(tenure_shared->lock);
 		if (!busy)
 			break;
+		/* look again once prepared, so that a broadcast in between counts */
+		if (!prepared)
+		{
+			ConditionVariablePrepareToSleep(&tenure_shared->cv);
+			prepared = true;
+			continue;
+		}
 		/* the publication broadcasts (tenure_changed()); the timeout is a floor */
 		(void) ConditionVariableTimedSleep(&tenure_shared->cv, 10,
 										   TENURE_WAIT_EVENT);
 	}
-	ConditionVariableCancelSleep();
+	if (prepared)
+		ConditionVariableCancelSleep();
 }
 
 /*

@@ -38,7 +38,7 @@ if [ -z "${TENURE_SKIP_APT:-}" ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR \
 		postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl \
-		libipc-run-perl libpq-dev pgbouncer git procps \
+		libipc-run-perl libpq-dev pgbouncer git procps gdb \
 		python3-psycopg python3-psycopg-pool \
 		golang-go golang-github-jackc-pgx-v4-dev >/dev/null
 	# pg_auto_failover for the HA manager test (190_auto_failover.pl), where
