@@ -204,8 +204,10 @@ tenure_history_load_continued(const char *name)
  * superuser's DDL).  A run that held one of the tables while it waited
  * for the other could deadlock with DROP EXTENSION, which locks them in
  * an order of its own, and the deadlock detector could cancel the user's
- * DROP.  Only superusers can lock these tables in such modes (other roles
- * may only read them), so no other role can make runs skip.  Locking the
+ * DROP.  Only superusers, and on PostgreSQL 17 and later roles a
+ * superuser gave MAINTAIN on them (pg_maintain), can lock these tables in
+ * such modes; other roles may only read them, and cannot make runs skip,
+ * which only delays the writing in any case.  Locking the
  * extension object first would not do: any role can lock it
  * (pg_get_object_address()) and queue a DROP EXTENSION behind that lock.
  */
@@ -220,8 +222,8 @@ tenure_history_lock_tables(void)
 		return false;
 	lease = objs->lease;
 	history = objs->history;
-	/* the strongest modes the run takes (SELECT FOR UPDATE, UPDATE) */
-	if (!ConditionalLockRelationOid(lease, RowShareLock) ||
+	/* the strongest modes the run takes: it reads one, updates the other */
+	if (!ConditionalLockRelationOid(lease, AccessShareLock) ||
 		!ConditionalLockRelationOid(history, RowExclusiveLock))
 	{
 		ereport(LOG,
