@@ -115,8 +115,16 @@ my $promoted = time();
 
 # renewal counts from the promotion: 'short' (ttl 8 s) is not renewed; it
 # must last until at least the promotion + 8 s, and not beyond ready + 8 s
-my $exp = $standby->safe_psql('postgres',
-	"SELECT extract(epoch FROM expires) FROM tenure.leases WHERE lease = 'short'");
+# (tenure.leases shows it once the history writer's first run after the
+# promotion loaded it into shared memory: poll for that)
+my $exp = '';
+wait_until(
+	'the continued tenure of short to be loaded',
+	sub {
+		$exp = $standby->safe_psql('postgres',
+			"SELECT extract(epoch FROM expires) FROM tenure.leases WHERE lease = 'short'");
+		return $exp ne '';
+	});
 ok($exp >= $before_promote + 8 - 0.5 && $exp <= time() + 8,
 	"short: expires $exp counts from the promotion ($before_promote)");
 
