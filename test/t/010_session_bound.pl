@@ -89,10 +89,9 @@ is( $node->safe_psql(
 		"SELECT tenure.leader_is('sb0', 'b'), tenure.leader_is('sb0', 'a')"),
 	't|f',
 	'successor leads at once with holdoff 0, the terminated holder does not');
-is( $node->safe_psql(
-		'postgres',
-		"SELECT holder, session_bound, end_reason, ended IS NOT NULL AND ended >= started"
-		  . " FROM tenure.history WHERE lease = 'sb0' AND epoch = $e1"),
+poll_is($node, 'postgres',
+	"SELECT holder, session_bound, end_reason, ended IS NOT NULL AND ended >= started"
+	  . " FROM tenure.history WHERE lease = 'sb0' AND epoch = $e1",
 	'a|t|session ended|t',
 	'history: the terminated holder\'s tenure ended with "session ended"');
 is( $node->safe_psql(

@@ -115,11 +115,9 @@ is( $node->safe_psql(
 #
 my $e4 = $node->safe_psql('postgres', "SELECT tenure.acquire('c4', 'w')");
 like($e4, qr/^\d+$/, 'a lease never held before the crash is acquired');
-is( $node->safe_psql(
-		'postgres',
-		"SELECT string_agg(lease || ':' || coalesce(end_reason, 'open'), ',' ORDER BY lease)"
-		  . " FROM tenure.history WHERE (lease, epoch) IN (('c1', $epochs{c1}[-1]), ('c2', $epochs{c2}[-1]), ('c3', $epochs{c3}[-1]))"
-	),
+poll_is($node, 'postgres',
+	"SELECT string_agg(lease || ':' || coalesce(end_reason, 'open'), ',' ORDER BY lease)"
+	  . " FROM tenure.history WHERE (lease, epoch) IN (('c1', $epochs{c1}[-1]), ('c2', $epochs{c2}[-1]), ('c3', $epochs{c3}[-1]))",
 	'c1:server restart,c2:server restart,c3:server restart',
 	'history: the tenures open at the crash ended with "server restart"'
 	  . ' once a new tenure started in the database');

@@ -196,10 +196,8 @@ is( $node->safe_psql(
 	"101|writer-b",
 	"none of A's ledger rows landed, B's did");
 
-is( $node->safe_psql(
-		'postgres',
-		"SELECT holder, end_reason FROM tenure.history WHERE lease = 'ledger-writer' ORDER BY epoch"
-	),
+poll_is($node, 'postgres',
+	"SELECT holder, end_reason FROM tenure.history WHERE lease = 'ledger-writer' ORDER BY epoch",
 	"writer-a|expired\nwriter-b|",
 	'the history shows the expiry and the new tenure');
 

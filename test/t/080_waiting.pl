@@ -149,9 +149,9 @@ like($epoch_b, qr/^\d+$/, 'the waiter gets an epoch');
 cmp_ok($epoch_b, '>', $epoch_h, "the waiter's epoch is newer than h's");
 is(sql(q{SELECT tenure.leader_is('w_exit', 'b')}),
 	't', 'the waiter leads at once (hold-off 0)');
-is( sql(
-		qq{SELECT end_reason FROM tenure.history
-		    WHERE lease = 'w_exit' AND epoch = $epoch_h}),
+poll_is($node, 'postgres',
+	qq{SELECT end_reason FROM tenure.history
+	    WHERE lease = 'w_exit' AND epoch = $epoch_h},
 	'session ended',
 	"the history says h's session ended");
 $b->{session}->quit;
@@ -183,9 +183,9 @@ like($epoch_b, qr/^\d+$/, 'the waiter gets an epoch');
 cmp_ok($epoch_b, '>', $epoch_h, "the waiter's epoch is newer than h's");
 is(sql(q{SELECT tenure.leader_is('w_ttl', 'b')}),
 	't', 'the waiter leads (hold-off 0)');
-is( sql(
-		qq{SELECT end_reason FROM tenure.history
-		    WHERE lease = 'w_ttl' AND epoch = $epoch_h}),
+poll_is($node, 'postgres',
+	qq{SELECT end_reason FROM tenure.history
+	    WHERE lease = 'w_ttl' AND epoch = $epoch_h},
 	'expired',
 	"the history says h's tenure expired");
 is(sql(q{SELECT tenure.renew('w_ttl', 'h')}),

@@ -244,10 +244,8 @@ is( $standby->safe_psql(
 	),
 	's|t|t',
 	'promoted: s leads st and the keeper holds its lock');
-is( $standby->safe_psql(
-		'postgres',
-		"SELECT end_reason FROM tenure.history WHERE lease = 'st' AND epoch = $claimed"
-	),
+poll_is($standby, 'postgres',
+	"SELECT end_reason FROM tenure.history WHERE lease = 'st' AND epoch = $claimed",
 	'promoted',
 	'promoted: the history closes the primary\'s open tenure as "promoted"');
 $standby->safe_psql('postgres', "SELECT tenure.fence_table('plain_t', 'spare')");

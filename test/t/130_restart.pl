@@ -146,10 +146,9 @@ sub check_after_restart
 		"$round: first acquire after the restart");
 	# the tenures open before the restart, of every lease of the database
 	my $in = join(', ', map { my ($l, $e) = split m{/}; "('$l', $e)" } @$open);
-	is( $node->safe_psql(
-			'postgres', qq{
+	poll_is($node, 'postgres', qq{
 		SELECT string_agg(format('%s/%s/%s', lease, epoch, coalesce(end_reason, 'open')), ',' ORDER BY lease, epoch)
-		  FROM tenure.history WHERE (lease, epoch) IN ($in)}),
+		  FROM tenure.history WHERE (lease, epoch) IN ($in)},
 		join(',', map { "$_/server restart" } @$open),
 		"$round: after the next acquire, the tenures the restart ended say 'server restart'"
 	);

@@ -86,13 +86,12 @@ is( $node->safe_psql(
 		  . " FROM tenure.leases WHERE lease = 'quiet'"),
 	"candidate/$new_epoch/false/true",
 	'the candidate leads quiet, the frozen client does not');
-is( $node->safe_psql(
-		'postgres', qq{
+poll_is($node, 'postgres', qq{
 	SELECT h1.holder || '/' || h1.end_reason || '/' || (h1.started <= h1.ended)
 	       || '/' || (h1.ended <= h2.started) || '/' || h2.holder || '/' || coalesce(h2.end_reason, 'open')
 	  FROM tenure.history h1, tenure.history h2
 	 WHERE h1.lease = 'quiet' AND h1.epoch = $epoch
-	   AND h2.lease = 'quiet' AND h2.epoch = $new_epoch}),
+	   AND h2.lease = 'quiet' AND h2.epoch = $new_epoch},
 	'frozen/expired/true/true/candidate/open',
 	'history: the frozen tenure expired, then the candidate\'s started');
 

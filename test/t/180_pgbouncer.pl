@@ -373,13 +373,15 @@ $bouncer->admin('RECONNECT tx');
 ok( $node->poll_query_until('postgres',
 		"SELECT holder IS NULL FROM tenure.leases WHERE lease = 'sb'"),
 	'the tenure ends when PgBouncer closes that server connection (RECONNECT)');
-is( $node->safe_psql('postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE pid = $server_pid"),
-	'0', 'the server connection is gone');
+# (the tenure ends in the backend's exit, a moment before it leaves
+# pg_stat_activity)
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE pid = $server_pid", '0'),
+	'the server connection is gone');
 like(($bouncer->psql('tx', "SELECT tenure.acquire('sb', 'B', session_bound => true);"))[0],
 	qr/^\d+$/, 'then B acquires it');
-is( $node->safe_psql('postgres',
-		"SELECT end_reason FROM tenure.history WHERE lease = 'sb' AND epoch = $sb_epoch"),
+poll_is($node, 'postgres',
+	"SELECT end_reason FROM tenure.history WHERE lease = 'sb' AND epoch = $sb_epoch",
 	'session ended', "A's tenure ended as 'session ended'");
 
 $bouncer->admin('KILL tx');
@@ -396,8 +398,8 @@ ok( $node->poll_query_until('postgres',
 	'without renewals it ends by its ttl');
 like(($bouncer->psql('tx', "SELECT tenure.acquire('sb-short', 'B');"))[0],
 	qr/^\d+$/, 'then B acquires it');
-is( $node->safe_psql('postgres',
-		"SELECT end_reason FROM tenure.history WHERE lease = 'sb-short' AND epoch = $short"),
+poll_is($node, 'postgres',
+	"SELECT end_reason FROM tenure.history WHERE lease = 'sb-short' AND epoch = $short",
 	'expired', "A's tenure ended as 'expired'");
 
 $bouncer->stop;

@@ -174,13 +174,14 @@ $standby->poll_query_until('postgres',
 	"SELECT end_reason = 'promoted' FROM tenure.history WHERE lease = 'sb' ORDER BY epoch DESC LIMIT 1"
 ) or fail('sb history not closed as promoted');
 
-# history of continued tenures stays open
+# history of continued tenures stays open (not short's: its ttl of 8 s,
+# never renewed, may have run out by now on a slow machine)
 is( $standby->safe_psql(
 		'postgres',
 		"SELECT count(*) FROM tenure.history WHERE holder = 'A' AND ended IS NULL"
-		  . " AND lease IN ('first_acq','first_leader','first_view','first_write','waited2','fixed','short','pred')"
+		  . " AND lease IN ('first_acq','first_leader','first_view','first_write','waited2','fixed','pred')"
 	),
-	'8',
+	'7',
 	'continued tenures stay open in the history')
   or diag($standby->safe_psql('postgres', 'SELECT * FROM tenure.history ORDER BY lease, epoch'));
 

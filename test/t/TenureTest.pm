@@ -58,6 +58,12 @@
 #                                            # after the default timeout)
 #   my $stderr = sql_error($node, 'db', $sql);   # the same, and a test
 #                                            # that it fails
+#   poll_is($node, 'db', $sql, $expected, 'what');   # is(), once $sql
+#                                            # returns $expected or the
+#                                            # default timeout passed: for
+#                                            # what another process writes
+#                                            # (the history writer closes
+#                                            # a row an acquire skipped)
 #
 # Polls have a deadline of PostgreSQL::Test::Utils::timeout_default and
 # never sleep a fixed time for an outcome.
@@ -78,7 +84,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(tenure_node wait_until tenure_of tenure_standby
   start_statement keeper_pid wait_for_keeper fenced_write try_sql sql_error
   stop_for_switchover keeper_started promote_ready
-  promote_after_keeper_death start_client client_log);
+  promote_after_keeper_death start_client client_log poll_is);
 
 sub tenure_node
 {
@@ -109,6 +115,22 @@ sub wait_until
 		usleep(50_000);
 	}
 	return 1;
+}
+
+sub poll_is
+{
+	my ($node, $db, $sql, $expected, $what) = @_;
+	my $got;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+
+	while (1)
+	{
+		$got = $node->safe_psql($db, $sql);
+		last if $got eq $expected || time() > $deadline;
+		usleep(50_000);
+	}
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	return is($got, $expected, $what);
 }
 
 sub tenure_of
