@@ -58,24 +58,34 @@ typedef struct TenureLease
 {
 	TenureKey	key;
 
+	/*
+	 * What leader_is() and renew() read, together after the key, so that a
+	 * call touches few cache lines of the entry (doc/performance.md, 100,000
+	 * live leases).
+	 */
+	Oid			owner;
+	TenureState state;			/* the current or pending tenure */
+	bool		dropped;		/* dropped; its slot is the first to go */
+	bool		has_lock_key;
+	bool		lock_held;		/* keeper: held, with held_tag */
+	bool		session_bound;
+	int64		ttl_us;
+	pg_atomic_uint64 renewed_mono;	/* renew() writes it under the lock in
+									 * shared mode: read with tenure_renewed() */
+	int64		active_mono;	/* tenure counts as active from here */
+	int64		epoch;			/* latest published epoch of the lease */
+	char		holder[TENURE_HOLDER_MAX + 1];
+
 	/* settings, copied from tenure.lease when the entry is loaded */
 	int64		lease_id;
 	int			fence_lock;		/* N of view tenure_lock.fence_lock_N */
-	Oid			owner;
-	int64		ttl_us;
 	int64		holdoff_us;		/* -1: automatic hold-off */
-	bool		has_lock_key;
 	int64		lock_key;
-	bool		dropped;		/* dropped; its slot is the first to go */
 	int			altering_pid;	/* alter_lease pinned it (state.c's header) */
 	bool		loaded_in_recovery; /* epoch cache not to be trusted */
 
-	/* the current or pending tenure */
-	TenureState state;
-	char		holder[TENURE_HOLDER_MAX + 1];
-	int64		epoch;			/* latest published epoch of the lease */
+	/* the rest of the current or pending tenure */
 	int64		pending_epoch;	/* epoch of a PENDING tenure */
-	bool		session_bound;
 	Oid			holder_role;	/* the role that acquired it */
 	bool		share_taken;	/* counted in tenure_shares (holder_role and
 								 * key.dbid) */
@@ -87,9 +97,6 @@ typedef struct TenureLease
 	bool		issuing;		/* issuing its epoch: not taken over either */
 	int64		acquired_mono;
 	TimestampTz acquired_wall;
-	pg_atomic_uint64 renewed_mono;	/* renew() writes it under the lock in
-									 * shared mode: read with tenure_renewed() */
-	int64		active_mono;	/* tenure counts as active from here */
 	uint64		transitions;	/* tenures started and epochs claimed */
 	uint32		history_starts; /* tenures and claims committed since loaded */
 
@@ -100,11 +107,10 @@ typedef struct TenureLease
 	TimestampTz ended_wall;
 	char		ended_holder[TENURE_HOLDER_MAX + 1];
 
-	/* the advisory lock, held by the keeper */
+	/* the advisory lock, held by the keeper (lock_held above) */
 	bool		lock_wanted;	/* backends: the keeper should hold it */
 	bool		lock_failed;	/* keeper: could not take it ... */
 	bool		lock_no_memory; /* ... because the lock table is full */
-	bool		lock_held;		/* keeper: held, with held_tag */
 	LOCKTAG		held_tag;
 	int64		lock_linger_mono;	/* a lock no tenure wants any more may be
 									 * kept until then (see tenure_end()) */
