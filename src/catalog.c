@@ -1260,8 +1260,10 @@ tenure_load_row_sql(const char *name, TenureRow *row, bool for_update)
  * Load a lease's row as the caller's transaction sees it, as SELECT ...
  * FROM tenure.lease WHERE name = $1 [FOR UPDATE] does (direct access, or
  * that statement).  Fails with 42704 if there is no such lease.
- * for_update locks the row.  Never build a shared entry from this row:
- * under REPEATABLE READ it may be older than the catalog
+ * for_update locks the row, and then returns once every transaction that
+ * changed the lease before is published in shared memory
+ * (tenure_await_row_published()).  Never build a shared entry from this
+ * row: under REPEATABLE READ it may be older than the catalog
  * (tenure_load_committed).
  */
 void
@@ -1273,18 +1275,38 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
 	if (!tenure_table_open(&t, TENURE_TABLE_LEASE,
 						   for_update ? RowShareLock : AccessShareLock,
 						   for_update ? "SELECT FOR UPDATE" : NULL))
-	{
 		tenure_load_row_sql(name, row, for_update);
-		return;
+	else
+	{
+		found = tenure_lease_find(&t, name);
+		if (found && for_update)
+			found = tenure_lease_lock(&t, name, LockTupleExclusive,
+									  LockWaitBlock) == TM_Ok;
+		if (!found)
+			tenure_no_such_lease(name);
+		tenure_row_from_table(name, &t, row);
+		tenure_table_close(&t);
 	}
-	found = tenure_lease_find(&t, name);
-	if (found && for_update)
-		found = tenure_lease_lock(&t, name, LockTupleExclusive,
-								  LockWaitBlock) == TM_Ok;
-	if (!found)
-		tenure_no_such_lease(name);
-	tenure_row_from_table(name, &t, row);
-	tenure_table_close(&t);
+	if (for_update)
+		tenure_await_row_published(name);
+}
+
+/*
+ * The caller's transaction holds the lease's row lock: return once no
+ * other backend's transaction that changed the lease before is still
+ * publishing its commit or abort in shared memory
+ * (tenure_state_await_published(); src/README, F10).  Taking the row runs
+ * it (tenure_load_row(..., true), tenure_issue_epoch()), so that what the
+ * caller reads of shared memory afterwards includes every change that
+ * committed before it took the row.
+ */
+void
+tenure_await_row_published(const char *name)
+{
+	TenureKey	key;
+
+	tenure_make_key(&key, MyDatabaseId, name);
+	tenure_state_await_published(&key);
 }
 
 /*

@@ -145,6 +145,7 @@ extern TM_Result tenure_lease_lock(TenureTable *t, const char *name,
 								   LockTupleMode mode, LockWaitPolicy wait);
 
 extern void tenure_load_row(const char *name, TenureRow *row, bool for_update);
+extern void tenure_await_row_published(const char *name);
 extern bool tenure_load_committed(const char *name, TenureRow *row,
 								  bool missing_ok, TenureCarry *carry);
 extern void tenure_check_owner(const char *name, Oid owner, Oid caller);

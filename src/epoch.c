@@ -418,10 +418,11 @@ tenure_epoch_cover(const char *name, TimeLineID tli, int64 clock)
 
 /*
  * Issue the lease's next epoch in its row and return it (src/README,
- * "Issuing epochs").  floor is the latest epoch shared memory has seen for
- * the lease in this database since the server started.  With locked
- * non-NULL the call does not wait for the lease's row: if another
- * transaction holds it, it returns 0 with *locked set.
+ * "Issuing epochs"), once every transaction that changed the lease before
+ * is published (tenure_await_row_published()).  floor is the latest epoch
+ * shared memory has seen for the lease in this database since the server
+ * started.  With locked non-NULL the call does not wait for the lease's
+ * row: if another transaction holds it, it returns 0 with *locked set.
  * Fails with 42704 for an unknown lease, 55000 where the epoch clock went
  * back (E8), 54000 beyond the limits of int64 or the clock.
  */
@@ -474,5 +475,6 @@ tenure_issue_epoch(const char *name, int64 floor, bool *locked)
 	}
 
 	tenure_epoch_cover(name, tli, clock);
+	tenure_await_row_published(name);
 	return epoch;
 }

@@ -320,12 +320,13 @@ pg_tenure_alter_lease(PG_FUNCTION_ARGS)
 	tenure_require_changes(fcinfo);
 
 	tenure_spi_begin(&spi);
-	/* locked until commit: drops, claims, new epochs and alters wait */
+	/*
+	 * Locked until commit: drops, claims, new epochs and alters wait; what
+	 * committed before we took the row is published, not "in use".
+	 */
 	tenure_load_row(name, &row, true);
 	tenure_check_owner(name, row.owner, spi.save_userid);
 	tenure_make_key(&key, MyDatabaseId, name);
-	/* what committed before we took the row, published: not "in use" */
-	tenure_state_await_published(&key);
 
 	/* the settings the lease will have */
 	altered = row;
@@ -638,14 +639,15 @@ pg_tenure_release(PG_FUNCTION_ARGS)
 
 	tenure_key_of_holder(name, &key);
 
-	/* locked until commit: a claim racing us re-checks after we are done */
+	/*
+	 * Locked until commit: a claim racing us re-checks after we are done; a
+	 * handoff or claim that committed before we took the row is published.
+	 */
 	tenure_load_row(name, &row, true);
 	tenure_check_owner(name, row.owner, GetUserId());
 
 	tenure_make_key(&key, MyDatabaseId, name);
 	tenure_txn_check_not_handed(&key, TENURE_ACT_RELEASE);
-	/* a handoff or claim that committed before we took the row, published */
-	tenure_state_await_published(&key);
 	epoch = tenure_state_held_epoch(&key, holder, NULL);
 	holds = epoch != 0;
 
@@ -763,16 +765,14 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 	if (!tenure_holds(&key, holder, &session_bound))
 		tenure_not_holder(name, holder);
 
-	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
-
 	/*
-	 * We hold the row now.  Once every transaction that changed it before
-	 * is published (another claim, a handoff, a new tenure: each may have
-	 * let go of the row before its COMMIT callback ran), the tenure's epoch
+	 * Once we hold the row, every transaction that changed it before is
+	 * published (another claim, a handoff, a new tenure: each may have let
+	 * go of the row before its COMMIT callback ran), so the tenure's epoch
 	 * is the one PRE_COMMIT expects it still to have; a release published
 	 * later fails our check there, as it must.
 	 */
-	tenure_state_await_published(&key);
+	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
 	held = tenure_state_held_epoch(&key, holder, &session_bound);
 	if (held == 0)
 		tenure_not_holder(name, holder);
@@ -834,10 +834,7 @@ pg_tenure_handoff(PG_FUNCTION_ARGS)
 										   &old_epoch, &session_bound);
 		tenure_txn_handoff_refused(check, name, holder, successor, false);
 		if (pass == 0)
-		{
 			epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
-			tenure_state_await_published(&key);
-		}
 	}
 
 	/*

@@ -1228,10 +1228,10 @@ tenure_state_held_epoch(const TenureKey *key, const char *holder,
 }
 
 /*
- * A call that holds the lease's row lock (claim_epoch, handoff, release,
- * alter_lease, an acquisition once it issued its epoch): wait until no other
- * backend's transaction that changed the lease is still publishing its
- * commit or abort.  PostgreSQL shows a transaction as ended to others
+ * A call that holds the lease's row lock (taking the row runs this:
+ * catalog.c's tenure_await_row_published()): wait until no other backend's
+ * transaction that changed the lease is still publishing its commit or
+ * abort.  PostgreSQL shows a transaction as ended to others
  * before its COMMIT or ABORT callback (txn.c) publishes it here; an
  * UPDATE of the row in between does not wait for it, and without this the
  * caller would read the holder's tenure as it was before, and fail its
