@@ -29,11 +29,8 @@ sub finish_number
 sub wait_until_waiting
 {
 	my ($pid, $what) = @_;
-	ok( $node->poll_query_until(
-			'postgres',
-			"SELECT wait_event_type = 'Extension' AND state = 'active'"
-			  . " FROM pg_stat_activity WHERE pid = $pid"),
-		"$what is waiting");
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	waits_in_tenure($node, $pid, "$what is waiting");
 	return;
 }
 

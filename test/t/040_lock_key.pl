@@ -74,11 +74,7 @@ is(key_locks($key_hi, $key_lo), "$plain_pid|ExclusiveLock|t|$key_hi|$key_lo|1|t"
 my $waiter = $node->background_psql('postgres');
 my $waiter_pid = $waiter->query_safe('SELECT pg_backend_pid()');
 start_statement($waiter, "SELECT tenure.acquire('lk', 'h1', wait => '30 s');");
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT wait_event_type = 'Extension' AND state = 'active'"
-		  . " FROM pg_stat_activity WHERE pid = $waiter_pid"),
-	'acquirer waits');
+waits_in_tenure($node, $waiter_pid, 'acquirer waits');
 is($plain->query_safe("SELECT pg_advisory_unlock($key)"),
 	't', 'the plain session unlocks');
 my $out = $waiter->query_until(qr/^\d+\s*$/m, '');

@@ -80,16 +80,6 @@ sub let_go
 }
 
 # Wait until backend $pid sleeps in pg_tenure (its condition variable).
-sub waits_in_tenure
-{
-	my ($pid, $what) = @_;
-	ok( $node->poll_query_until(
-			'postgres',
-			"SELECT wait_event_type = 'Extension' AND state = 'active'"
-			  . " FROM pg_stat_activity WHERE pid = $pid"),
-		$what);
-}
-
 # The first line of a statement's result that matches $re.
 sub result_of
 {
@@ -103,7 +93,7 @@ my $e1 = $node->safe_psql('postgres', "SELECT tenure.acquire('cw', 'h')");
 my $succ = $node->background_psql('postgres');
 my $succ_pid = $succ->query_safe('SELECT pg_backend_pid()');
 start_statement($succ, "SELECT tenure.acquire('cw', 's', wait => '5 min');");
-waits_in_tenure($succ_pid, 'the successor waits in acquire');
+waits_in_tenure($node, $succ_pid, 'the successor waits in acquire');
 
 my $hander = $node->background_psql('postgres');
 my $hander_pid = $hander->query_safe('SELECT pg_backend_pid()');
@@ -114,7 +104,7 @@ stopped($g, "the handoff's commit stops in the COMMIT callback");
 my $releaser = $node->background_psql('postgres');
 my $releaser_pid = $releaser->query_safe('SELECT pg_backend_pid()');
 start_statement($releaser, "SELECT tenure.release('cw', 'h');");
-waits_in_tenure($releaser_pid,
+waits_in_tenure($node, $releaser_pid,
 	'release() by the old holder waits for the handoff to be published');
 
 let_go($g);
@@ -144,7 +134,7 @@ stopped($g, "a claim's commit stops in the COMMIT callback");
 my $second = $node->background_psql('postgres', on_error_stop => 0);
 my $second_pid = $second->query_safe('SELECT pg_backend_pid()');
 start_statement($second, "SELECT tenure.claim_epoch('cw', 's');");
-waits_in_tenure($second_pid,
+waits_in_tenure($node, $second_pid,
 	'a second claim of the same holder waits for the first to be published');
 
 let_go($g);

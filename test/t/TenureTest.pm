@@ -64,6 +64,10 @@
 #                                            # what another process writes
 #                                            # (the history writer closes
 #                                            # a row an acquire skipped)
+#   waits_in_tenure($node, $pid, 'what');    # ok(), once backend $pid
+#                                            # runs a statement that sleeps
+#                                            # in pg_tenure (wait event
+#                                            # type Extension)
 #
 # Polls have a deadline of PostgreSQL::Test::Utils::timeout_default and
 # never sleep a fixed time for an outcome.
@@ -84,7 +88,8 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(tenure_node wait_until tenure_of tenure_standby
   start_statement keeper_pid wait_for_keeper fenced_write try_sql sql_error
   stop_for_switchover keeper_started promote_ready
-  promote_after_keeper_death start_client client_log poll_is);
+  promote_after_keeper_death start_client client_log poll_is
+  waits_in_tenure);
 
 sub tenure_node
 {
@@ -131,6 +136,19 @@ sub poll_is
 	}
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
 	return is($got, $expected, $what);
+}
+
+sub waits_in_tenure
+{
+	my ($node, $pid, $what) = @_;
+
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	return ok(
+		$node->poll_query_until(
+			'postgres',
+			"SELECT wait_event_type = 'Extension' AND state = 'active'"
+			  . " FROM pg_stat_activity WHERE pid = $pid"),
+		$what);
 }
 
 sub tenure_of
