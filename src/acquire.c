@@ -340,7 +340,10 @@ tenure_acquire_issue(const char *name, const char *holder,
 		return 0;
 	}
 
-	/* (a claim of the tenure before is published: its end covers the claim) */
+	/*
+	 * tenure_issue_epoch() waited until a claim of the tenure before is
+	 * published: its end covers the claim.
+	 */
 	tenure_history_close(name, key);
 	tenure_history_start(name, epoch, holder, session_bound);
 

@@ -1298,7 +1298,11 @@ tenure_load_row(const char *name, TenureRow *row, bool for_update)
  * (tenure_state_await_published(); src/README, F10).  Taking the row runs
  * it (tenure_load_row(..., true), tenure_issue_epoch()), so that what the
  * caller reads of shared memory afterwards includes every change that
- * committed before it took the row.
+ * committed before it took the row.  Call it only with the row locked in a
+ * mode that conflicts with FOR NO KEY UPDATE: that is what bounds the
+ * wait.  A mark is set at PRE_COMMIT by a transaction that issued an epoch
+ * and so holds the row; with the row ours, that transaction has ended, and
+ * its callback, which waits for nothing, is all that is left.
  */
 void
 tenure_await_row_published(const char *name)

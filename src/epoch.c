@@ -422,7 +422,8 @@ tenure_epoch_cover(const char *name, TimeLineID tli, int64 clock)
  * is published (tenure_await_row_published()).  floor is the latest epoch
  * shared memory has seen for the lease in this database since the server
  * started.  With locked non-NULL the call does not wait for the lease's
- * row: if another transaction holds it, it returns 0 with *locked set.
+ * row: if another transaction holds it, it returns 0 with *locked set,
+ * without the wait.
  * Fails with 42704 for an unknown lease, 55000 where the epoch clock went
  * back (E8), 54000 beyond the limits of int64 or the clock.
  */

@@ -766,9 +766,10 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 		tenure_not_holder(name, holder);
 
 	/*
-	 * Once we hold the row, every transaction that changed it before is
-	 * published (another claim, a handoff, a new tenure: each may have let
-	 * go of the row before its COMMIT callback ran), so the tenure's epoch
+	 * tenure_issue_epoch() takes the row and waits until every transaction
+	 * that changed it before is published (another claim, a handoff, a new
+	 * tenure: each may have let go of the row before its COMMIT callback
+	 * ran), so the tenure's epoch
 	 * is the one PRE_COMMIT expects it still to have; a release published
 	 * later fails our check there, as it must.
 	 */
