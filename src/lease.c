@@ -769,9 +769,8 @@ pg_tenure_claim_epoch(PG_FUNCTION_ARGS)
 	 * tenure_issue_epoch() takes the row and waits until every transaction
 	 * that changed it before is published (another claim, a handoff, a new
 	 * tenure: each may have let go of the row before its COMMIT callback
-	 * ran), so the tenure's epoch
-	 * is the one PRE_COMMIT expects it still to have; a release published
-	 * later fails our check there, as it must.
+	 * ran), so the tenure's epoch is the one PRE_COMMIT expects it still to
+	 * have; a release published later fails our check there, as it must.
 	 */
 	epoch = tenure_issue_epoch(name, tenure_state_cached_epoch(&key), NULL);
 	held = tenure_state_held_epoch(&key, holder, &session_bound);

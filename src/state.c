@@ -1231,13 +1231,13 @@ tenure_state_held_epoch(const TenureKey *key, const char *holder,
  * A call that holds the lease's row lock (taking the row runs this:
  * catalog.c's tenure_await_row_published()): wait until no other backend's
  * transaction that changed the lease is still publishing its commit or
- * abort.  PostgreSQL shows a transaction as ended to others
- * before its COMMIT or ABORT callback (txn.c) publishes it here; an
- * UPDATE of the row in between does not wait for it, and without this the
- * caller would read the holder's tenure as it was before, and fail its
- * own PRE_COMMIT check although its tenure is live (a claim right after
- * another of the same holder).  Bounded: such a backend is past its
- * commit or abort record and waits for nothing of this one's.
+ * abort.  PostgreSQL shows a transaction as ended to others before its
+ * COMMIT or ABORT callback (txn.c) publishes it here; an UPDATE of the
+ * row in between does not wait for it, and without this the caller would
+ * read the holder's tenure as it was before, and fail its own PRE_COMMIT
+ * check although its tenure is live (a claim right after another of the
+ * same holder).  Bounded: such a backend is past its commit or abort
+ * record and waits for nothing of this one's.
  */
 void
 tenure_state_await_published(const TenureKey *key)

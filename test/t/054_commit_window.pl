@@ -79,7 +79,6 @@ sub let_go
 	$g->{h}->finish;
 }
 
-# Wait until backend $pid sleeps in pg_tenure (its condition variable).
 # The first line of a statement's result that matches $re.
 sub result_of
 {
