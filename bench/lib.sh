@@ -127,6 +127,66 @@ bench_cluster_restart() {
 	bench_wait_keeper
 }
 
+# bench_settle: let the cluster finish the cleanup an earlier section left
+# (autovacuum of its dead rows, a checkpoint of its dirty buffers) before
+# a section whose figures are latencies of a fraction of a millisecond: on
+# 2 cores a vacuum worker on the other core delays the side that does
+# more work.  VACUUM of every table the database has, a CHECKPOINT, then
+# a wait (deadline 120 s) until no autovacuum worker runs.  Prints what
+# ran when it started.
+bench_settle() {
+	local busy _
+	busy=$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")
+	echo "settle: $busy autovacuum worker(s) running, $(psql_q -c "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_all_tables") dead rows"
+	psql_q -c "VACUUM" -c "CHECKPOINT" >/dev/null
+	for _ in $(seq 1200); do
+		[ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")" = 0 ] && return 0
+		sleep 0.1
+	done
+	echo "$(basename "$0"): autovacuum still running after 120 s" >&2
+	return 1
+}
+
+# bench_huge_on: the server restarted with its shared memory in 2 MB
+# pages: vm.nr_hugepages raised by SHOW shared_memory_size_in_huge_pages,
+# then huge_pages = on (ALTER SYSTEM).  Returns 1, the server left as it
+# was, with the reason in bench_huge_note, where the kernel cannot
+# reserve them.  A server that fails to start with them fails the bench;
+# the EXIT trap gives the pages back.
+bench_huge_on() {
+	local need got
+	bench_huge_note=
+	need=$(psql_q -c "SHOW shared_memory_size_in_huge_pages")
+	bench_huge_old=$(cat /proc/sys/vm/nr_hugepages)
+	bench_hugepages_restore=$bench_huge_old
+	if ! [ "${need:--1}" -gt 0 ] 2>/dev/null; then
+		bench_huge_note="not run: the server gives no size in huge pages ($need)"
+	elif ! { echo $((bench_huge_old + need)) >/proc/sys/vm/nr_hugepages; } 2>/dev/null; then
+		bench_huge_note="not run: vm.nr_hugepages cannot be written here"
+	else
+		got=$(cat /proc/sys/vm/nr_hugepages)
+		[ "$got" -ge $((bench_huge_old + need)) ] ||
+			bench_huge_note="not run: the kernel reserved $((got - bench_huge_old)) of the $need huge pages needed"
+	fi
+	if [ -n "$bench_huge_note" ]; then
+		echo "$bench_huge_old" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+		bench_hugepages_restore=
+		return 1
+	fi
+	echo "restart with huge_pages = on ($need pages of 2 MB reserved)"
+	psql_q -c "ALTER SYSTEM SET huge_pages = on" >/dev/null
+	bench_cluster_restart
+}
+
+# bench_huge_off: after bench_huge_on, the server restarted with
+# huge_pages = off and the pages given back
+bench_huge_off() {
+	psql_q -c "ALTER SYSTEM SET huge_pages = off" >/dev/null
+	bench_cluster_restart
+	echo "$bench_huge_old" >/proc/sys/vm/nr_hugepages
+	bench_hugepages_restore=
+}
+
 bench_keeper_pid() {
 	psql_q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_tenure keeper'"
 }

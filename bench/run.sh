@@ -390,6 +390,7 @@ fi
 # ---------------------------------------------------------------- failover
 # The holder's backend exits while a candidate waits.
 if want failover; then
+	bench_settle
 	cc -O2 -Wall -Wextra -Werror -I"$($PG_CONFIG --includedir)" -o "$dir/failover" \
 		"$here/failover.c" -L"$($PG_CONFIG --libdir)" -lpq
 	chmod 755 "$dir/failover"
@@ -415,13 +416,33 @@ if want failover; then
 	f_auto=$(fo 1 automatic "$failover_trials" "$failover_ttl")
 	f_defaults=$(fo 1 defaults "$defaults_trials" "$defaults_ttl")
 	f_today=$(fo 1 today "$today_trials")
+	# the floor in the shared memory's pages of the other sections (4 kB
+	# unless the machine has reserved huge pages), then in 2 MB pages: the
+	# candidate's writes touch pages of shared buffers that every process
+	# translates anew after a switch (doc/performance.md)
+	floor_pages="4 kB"
+	[ "$(cat /proc/sys/vm/nr_hugepages)" = 0 ] || floor_pages="huge_pages = try, $(cat /proc/sys/vm/nr_hugepages) reserved"
 	f_floor=$(fo 3 floor "$floor_trials")
+	f_floor_huge=
+	floor_huge_note="not run (FAILOVER_HUGE=0)"
+	if [ "${FAILOVER_HUGE:-1}" = 1 ]; then
+		if bench_huge_on; then
+			floor_huge_note=
+			f_floor_huge=$(fo 3 floor "$floor_trials" | sed 's/^floor /floor_huge /')
+			bench_huge_off
+		else
+			floor_huge_note=$bench_huge_note
+		fi
+	fi
 	f_first=$(fo 7 first "$first_trials")
 	echo "  $f_h0"; echo "  $f_auto"; echo "  $f_defaults"; echo "  $f_today"
-	echo "$f_floor" | sed 's/^/  /'; echo "$f_first" | sed 's/^/  /'
+	echo "$f_floor" | sed 's/^/  /'
+	[ -z "$f_floor_huge" ] || echo "$f_floor_huge" | sed 's/^/  /'
+	[ -z "$floor_huge_note" ] || echo "  floor in 2 MB pages: $floor_huge_note"
+	echo "$f_first" | sed 's/^/  /'
 	field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 	# floor KIND / first STEP: that line of the floor or first run
-	floor_line() { echo "$f_floor" | awk -v k="$1" '$2==k'; }
+	floor_line() { echo "$f_floor"$'\n'"$f_floor_huge" | awk -v k="$1" -v p="${2:-floor}" '$1==p && $2==k'; }
 	first_line() { echo "$f_first" | awk -v k="$1" '$2==k'; }
 	{
 		echo "mode,trials,p50_ms,p99_ms,max_ms"
@@ -429,7 +450,7 @@ if want failover; then
 			echo "$(echo "$r" | cut -d' ' -f1),$(field "$r" n),$(field "$r" p50),$(field "$r" p99),$(field "$r" max)"
 		done
 		# floor_advisory, floor_tenure_off, ...; first_connect, first_first_acquire, ...
-		echo "$f_floor"$'\n'"$f_first" | while read -r r; do
+		echo "$f_floor"$'\n'"$f_floor_huge"$'\n'"$f_first" | grep . | while read -r r; do
 			echo "$(echo "$r" | cut -d' ' -f1-2 | tr ' ' _),$(field "$r" n),$(field "$r" p50),$(field "$r" p99),$(field "$r" max)"
 		done
 	} >"$out/failover.csv"
@@ -451,16 +472,24 @@ if want failover; then
 		echo "with pg_tenure's holdoff 0 under synchronous_commit off and on (the order rotated every round); from"
 		echo "terminating the holder to the candidate's call returning. Ratio: pg_tenure's percentile / the floor's."
 		echo
-		echo "| candidate | trials | p50 | p99 | max | p50 / floor | p99 / floor |"
-		echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
-		for k in advisory tenure_off tenure_on; do
-			r=$(floor_line "$k")
-			case $k in
-				advisory) name="\`pg_advisory_lock(k)\` waiter (the floor)" ;;
-				tenure_off) name="pg_tenure, holdoff 0, synchronous_commit off" ;;
-				tenure_on) name="pg_tenure, holdoff 0, synchronous_commit on" ;;
-			esac
-			echo "| $name | $(field "$r" n) | $(field "$r" p50) | $(field "$r" p99) | $(field "$r" max) | $(field "$r" p50_ratio) | $(field "$r" p99_ratio) |"
+		echo "The server's shared memory in pages of $floor_pages (as in the other sections), then again, after a restart, in pages"
+		echo "of 2 MB (\`huge_pages = on\`, the bench reserving \`vm.nr_hugepages\` for the pass)${floor_huge_note:+: $floor_huge_note}."
+		echo
+		echo "| pages | candidate | trials | p50 | p99 | max | p50 / floor | p99 / floor |"
+		echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+		for pg in floor floor_huge; do
+			[ "$pg" = floor ] || [ -n "$f_floor_huge" ] || continue
+			for k in advisory tenure_off tenure_on; do
+				r=$(floor_line "$k" "$pg")
+				case $k in
+					advisory) name="\`pg_advisory_lock(k)\` waiter (the floor)" ;;
+					tenure_off) name="pg_tenure, holdoff 0, synchronous_commit off" ;;
+					tenure_on) name="pg_tenure, holdoff 0, synchronous_commit on" ;;
+				esac
+				pgn="$floor_pages"
+				[ "$pg" = floor_huge ] && pgn="2 MB"
+				echo "| $pgn | $name | $(field "$r" n) | $(field "$r" p50) | $(field "$r" p99) | $(field "$r" max) | $(field "$r" p50_ratio) | $(field "$r" p99_ratio) |"
+			done
 		done
 		echo
 		echo "A new connection's first call (\`failover first\`): each trial connects, times its first"
@@ -678,6 +707,8 @@ if want scale; then
 	echo "pages,set,leases,clients,op,pair,position,tps" >"$out/scale_raw.csv"
 	scale_pass() {
 		local pages=$1 pair order c op pos set n t opts
+		# the acquisitions' dead rows vacuumed before the clock
+		bench_settle
 		# the floor's tables in shared buffers: every leaf and heap page read
 		psql_q -c "SET enable_seqscan = off" -c "SET enable_bitmapscan = off" \
 			-c "SELECT count(h) FROM bench_floor_rfew WHERE k > ''" -c "SELECT count(h) FROM bench_floor_rmany WHERE k > ''" >/dev/null
@@ -713,34 +744,17 @@ if want scale; then
 	# 100,000 leases, and every backend translates each anew (performance.md)
 	hp_note="not run (SCALE_HUGE=0)"
 	if [ "${SCALE_HUGE:-1}" = 1 ]; then
-		hp_note=
-		hp_need=$(psql_q -c "SHOW shared_memory_size_in_huge_pages")
-		hp_old=$(cat /proc/sys/vm/nr_hugepages)
-		# (a server that fails to start with them fails the bench; the
-		# EXIT trap gives the pages back)
-		bench_hugepages_restore=$hp_old
-		if ! [ "${hp_need:--1}" -gt 0 ] 2>/dev/null; then
-			hp_note="not run: the server gives no size in huge pages ($hp_need)"
-		elif ! { echo $((hp_old + hp_need)) >/proc/sys/vm/nr_hugepages; } 2>/dev/null; then
-			hp_note="not run: vm.nr_hugepages cannot be written here"
+		if bench_huge_on; then
+			hp_note=
+			echo "scale: the leases acquired again"
+			scale_acquire_all
+			scale_pass huge
+			scale_pages="4k huge"
+			bench_huge_off
+			scale_acquire_all
 		else
-			hp_got=$(cat /proc/sys/vm/nr_hugepages)
-			if [ "$hp_got" -lt $((hp_old + hp_need)) ]; then
-				hp_note="not run: the kernel reserved $((hp_got - hp_old)) of the $hp_need huge pages needed"
-			else
-				echo "scale: restart with huge_pages = on ($hp_need pages of 2 MB reserved), the leases acquired again"
-				psql_q -c "ALTER SYSTEM SET huge_pages = on" >/dev/null
-				bench_cluster_restart
-				scale_acquire_all
-				scale_pass huge
-				scale_pages="4k huge"
-				psql_q -c "ALTER SYSTEM SET huge_pages = off" >/dev/null
-				bench_cluster_restart
-				scale_acquire_all
-			fi
-			echo "$hp_old" >/proc/sys/vm/nr_hugepages
+			hp_note=$bench_huge_note
 		fi
-		bench_hugepages_restore=
 		[ -z "$hp_note" ] || echo "  huge pages: $hp_note"
 	fi
 
