@@ -89,8 +89,8 @@ bench_wait_keeper() {
 bench_cluster_cleanup() {
 	as_user $PG_BIN/pg_ctl -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
 	rm -rf "$dir"
-	# huge pages the scale section reserved, if it stopped before it gave
-	# them back
+	# huge pages the failover or scale section reserved, if it stopped
+	# before it gave them back
 	if [ -n "${bench_hugepages_restore:-}" ]; then
 		echo "$bench_hugepages_restore" >/proc/sys/vm/nr_hugepages || true
 	fi
@@ -143,20 +143,23 @@ bench_settle() {
 		[ "$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")" = 0 ] && return 0
 		sleep 0.1
 	done
-	echo "$(basename "$0"): autovacuum still running after 120 s" >&2
-	return 1
+	# a warning, not a failure: the figures' own checks (the scale
+	# section's control) judge whether the machine was steady
+	echo "settle: autovacuum still running after 1200 polls, measuring anyway" >&2
 }
 
 # bench_huge_on: the server restarted with its shared memory in 2 MB
 # pages: vm.nr_hugepages raised by SHOW shared_memory_size_in_huge_pages,
 # then huge_pages = on (ALTER SYSTEM).  Returns 1, the server left as it
 # was, with the reason in bench_huge_note, where the kernel cannot
-# reserve them.  A server that fails to start with them fails the bench;
-# the EXIT trap gives the pages back.
+# reserve them.  Callers test it in an if, where bash ignores set -e: a
+# step that fails once the pages are reserved exits here (the EXIT trap
+# gives the pages back).
 bench_huge_on() {
 	local need got
 	bench_huge_note=
-	need=$(psql_q -c "SHOW shared_memory_size_in_huge_pages")
+	need=$(psql_q -c "SHOW shared_memory_size_in_huge_pages") || exit 1
+	bench_huge_was=$(psql_q -c "SHOW huge_pages") || exit 1
 	bench_huge_old=$(cat /proc/sys/vm/nr_hugepages)
 	bench_hugepages_restore=$bench_huge_old
 	if ! [ "${need:--1}" -gt 0 ] 2>/dev/null; then
@@ -169,19 +172,19 @@ bench_huge_on() {
 			bench_huge_note="not run: the kernel reserved $((got - bench_huge_old)) of the $need huge pages needed"
 	fi
 	if [ -n "$bench_huge_note" ]; then
-		echo "$bench_huge_old" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+		{ echo "$bench_huge_old" >/proc/sys/vm/nr_hugepages; } 2>/dev/null || true
 		bench_hugepages_restore=
 		return 1
 	fi
 	echo "restart with huge_pages = on ($need pages of 2 MB reserved)"
-	psql_q -c "ALTER SYSTEM SET huge_pages = on" >/dev/null
-	bench_cluster_restart
+	psql_q -c "ALTER SYSTEM SET huge_pages = on" >/dev/null || exit 1
+	bench_cluster_restart || { echo "$(basename "$0"): the server did not restart with huge_pages = on" >&2; exit 1; }
 }
 
 # bench_huge_off: after bench_huge_on, the server restarted with
-# huge_pages = off and the pages given back
+# huge_pages as it was before and the pages given back
 bench_huge_off() {
-	psql_q -c "ALTER SYSTEM SET huge_pages = off" >/dev/null
+	psql_q -c "ALTER SYSTEM SET huge_pages = '$bench_huge_was'" >/dev/null
 	bench_cluster_restart
 	echo "$bench_huge_old" >/proc/sys/vm/nr_hugepages
 	bench_hugepages_restore=

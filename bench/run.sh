@@ -416,12 +416,16 @@ if want failover; then
 	f_auto=$(fo 1 automatic "$failover_trials" "$failover_ttl")
 	f_defaults=$(fo 1 defaults "$defaults_trials" "$defaults_ttl")
 	f_today=$(fo 1 today "$today_trials")
+	f_first=$(fo 7 first "$first_trials")
 	# the floor in the shared memory's pages of the other sections (4 kB
 	# unless the machine has reserved huge pages), then in 2 MB pages: the
 	# candidate's writes touch pages of shared buffers that every process
-	# translates anew after a switch (doc/performance.md)
-	floor_pages="4 kB"
-	[ "$(cat /proc/sys/vm/nr_hugepages)" = 0 ] || floor_pages="huge_pages = try, $(cat /proc/sys/vm/nr_hugepages) reserved"
+	# translates anew after a switch (doc/performance.md); each pass right
+	# after a restart
+	fo_pages="4 kB"
+	[ "$(cat /proc/sys/vm/nr_hugepages)" = 0 ] ||
+		fo_pages="4 kB or 2 MB (\`huge_pages = try\`, $(cat /proc/sys/vm/nr_hugepages) huge pages reserved on the machine)"
+	bench_cluster_restart
 	f_floor=$(fo 3 floor "$floor_trials")
 	f_floor_huge=
 	floor_huge_note="not run (FAILOVER_HUGE=0)"
@@ -434,7 +438,6 @@ if want failover; then
 			floor_huge_note=$bench_huge_note
 		fi
 	fi
-	f_first=$(fo 7 first "$first_trials")
 	echo "  $f_h0"; echo "  $f_auto"; echo "  $f_defaults"; echo "  $f_today"
 	echo "$f_floor" | sed 's/^/  /'
 	[ -z "$f_floor_huge" ] || echo "$f_floor_huge" | sed 's/^/  /'
@@ -472,8 +475,8 @@ if want failover; then
 		echo "with pg_tenure's holdoff 0 under synchronous_commit off and on (the order rotated every round); from"
 		echo "terminating the holder to the candidate's call returning. Ratio: pg_tenure's percentile / the floor's."
 		echo
-		echo "The server's shared memory in pages of $floor_pages (as in the other sections), then again, after a restart, in pages"
-		echo "of 2 MB (\`huge_pages = on\`, the bench reserving \`vm.nr_hugepages\` for the pass)${floor_huge_note:+: $floor_huge_note}."
+		echo "Each pass right after a restart: the server's shared memory in pages of $fo_pages, as in the other sections,"
+		echo "then in pages of 2 MB (\`huge_pages = on\`, the bench reserving \`vm.nr_hugepages\` for the pass)${floor_huge_note:+: $floor_huge_note}."
 		echo
 		echo "| pages | candidate | trials | p50 | p99 | max | p50 / floor | p99 / floor |"
 		echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
@@ -486,7 +489,8 @@ if want failover; then
 					tenure_off) name="pg_tenure, holdoff 0, synchronous_commit off" ;;
 					tenure_on) name="pg_tenure, holdoff 0, synchronous_commit on" ;;
 				esac
-				pgn="$floor_pages"
+				pgn="4 kB"
+				[ "$fo_pages" = "4 kB" ] || pgn="\`try\`"
 				[ "$pg" = floor_huge ] && pgn="2 MB"
 				echo "| $pgn | $name | $(field "$r" n) | $(field "$r" p50) | $(field "$r" p99) | $(field "$r" max) | $(field "$r" p50_ratio) | $(field "$r" p99_ratio) |"
 			done
