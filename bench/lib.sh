@@ -132,8 +132,8 @@ bench_cluster_restart() {
 # a section whose figures are latencies of a fraction of a millisecond: on
 # 2 cores a vacuum worker on the other core delays the side that does
 # more work.  VACUUM of every table the database has, a CHECKPOINT, then
-# a wait (deadline 120 s) until no autovacuum worker runs.  Prints what
-# ran when it started.
+# up to 1,200 polls (about two minutes) until no autovacuum worker runs.
+# Prints what ran when it started.
 bench_settle() {
 	local busy _
 	busy=$(psql_q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")

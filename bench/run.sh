@@ -482,6 +482,11 @@ if want failover; then
 		echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 		for pg in floor floor_huge; do
 			[ "$pg" = floor ] || [ -n "$f_floor_huge" ] || continue
+			pgn="2 MB"
+			if [ "$pg" = floor ]; then
+				pgn="4 kB"
+				[ "$fo_pages" = "4 kB" ] || pgn="\`try\`"
+			fi
 			for k in advisory tenure_off tenure_on; do
 				r=$(floor_line "$k" "$pg")
 				case $k in
@@ -489,9 +494,6 @@ if want failover; then
 					tenure_off) name="pg_tenure, holdoff 0, synchronous_commit off" ;;
 					tenure_on) name="pg_tenure, holdoff 0, synchronous_commit on" ;;
 				esac
-				pgn="4 kB"
-				[ "$fo_pages" = "4 kB" ] || pgn="\`try\`"
-				[ "$pg" = floor_huge ] && pgn="2 MB"
 				echo "| $pgn | $name | $(field "$r" n) | $(field "$r" p50) | $(field "$r" p99) | $(field "$r" max) | $(field "$r" p50_ratio) | $(field "$r" p99_ratio) |"
 			done
 		done
